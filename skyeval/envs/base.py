@@ -1,0 +1,183 @@
+"""`Env`: a benchmark = dataset + default template + scorer.
+
+Subclasses implement `to_problem` (a raw row -> a problem dict with at least `id`,
+`question`, `expected`), `reference_generation` (the gold answer written the way a model
+would write it) and `score_item`. Everything else (loading, templating, generation,
+parallel scoring, saving) is shared.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
+from skyeval.envs.data import read_hub, read_local, resolve_data_dir
+from skyeval.templates import Template
+
+if TYPE_CHECKING:
+    import ray.data
+
+log = logging.getLogger(__name__)
+
+
+class Env:
+    """Base class of every benchmark. Knobs are constructor arguments."""
+
+    name: str = "env"
+    default_template = Template(messages=[{"role": "user", "content": "{question}"}])
+
+    def __init__(
+        self,
+        name: str | None = None,
+        hf_id: str | None = None,
+        hf_subset: str | None = None,
+        split: str = "test",
+        local_files: str | list[str] | None = None,
+        data_dir: str | None = None,
+        limit: int | None = None,
+        template: Template | dict | None = None,
+    ) -> None:
+        self.name = name or self.name
+        self.hf_id, self.hf_subset, self.split = hf_id, hf_subset, split
+        self.local_files, self.data_dir, self.limit = local_files, data_dir, limit
+        if isinstance(template, dict):
+            template = Template(**template)
+        self.template = (template or Template()).merged_over(self.default_template)
+        self.backend: Any = None
+        self.sampling = SamplingParams()
+        self.model_source: str | None = None
+
+    # ---- data ---------------------------------------------------------------------
+    def load_rows(self) -> list[dict[str, Any]]:
+        """Raw rows: from the local mirror when a data dir is set, else from the hub."""
+        data_dir = resolve_data_dir(self.data_dir)
+        if data_dir is not None:
+            if not self.local_files:
+                raise FileNotFoundError(f"env {self.name!r} has no local copy; unset SKYEVAL_DATA_DIR to use the hub")
+            return read_local(data_dir, self.local_files)
+        if not self.hf_id:
+            raise ValueError(f"env {self.name!r} has no hf_id; set data_dir= or SKYEVAL_DATA_DIR to local files")
+        return read_hub(self.hf_id, self.split, self.hf_subset)
+
+    def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
+        """One raw row -> {"id", "question", "expected", ...}."""
+        raise NotImplementedError
+
+    def keep(self, problem: dict[str, Any]) -> bool:
+        """Row filter applied before `limit` (knobs like difficulty use it)."""
+        return True
+
+    def load_problems(self) -> list[dict[str, Any]]:
+        """The env's problems, filtered and limited, as plain dicts."""
+        problems = [p for i, row in enumerate(self.load_rows()) if self.keep(p := self.to_problem(row, i))]
+        ids = [p["id"] for p in problems]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"env {self.name!r} produced duplicate problem ids")
+        return problems[: self.limit] if self.limit is not None else problems
+
+    def read_dataset(self) -> "ray.data.Dataset":
+        """The problems as a Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work)."""
+        from skyeval.ray_session import ensure_ray
+
+        ensure_ray()
+        import ray.data
+
+        problems = self.load_problems()
+        return ray.data.from_items(problems, override_num_blocks=_num_blocks(len(problems)))
+
+    # ---- prompting and generation -----------------------------------------------------
+    def setup(
+        self,
+        model_config: Any,
+        scaling_config: ScalingConfig | None = None,
+        template: Template | dict | None = None,
+        sampling_params: SamplingParams | dict | None = None,
+    ) -> "Env":
+        """Attach a backend (built from a model config such as `HTTPConfig`) and options."""
+        if isinstance(template, dict):
+            template = Template(**template)
+        if template is not None:
+            self.template = template.merged_over(self.default_template)
+        if isinstance(sampling_params, dict):
+            sampling_params = SamplingParams(**sampling_params)
+        self.sampling = sampling_params or self.sampling
+        self.model_source = getattr(model_config, "model_source", None)
+        self.backend = model_config.build(scaling_config or ScalingConfig())
+        return self
+
+    def apply_prompt_template_on_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The item with its `prompt` (chat messages or text) filled in."""
+        return {**item, "prompt": self.template.render(item, self.model_source)}
+
+    def reference_generation(self, problem: dict[str, Any]) -> str:
+        """The gold solution, formatted as a model would write it (reference backend)."""
+        raise NotImplementedError
+
+    def request_for(self, problem: dict[str, Any], sample_indices: list[int]) -> GenerationRequest:
+        return GenerationRequest(
+            id=problem["id"],
+            prompt=problem["prompt"],
+            sample_indices=sample_indices,
+            reference=self.reference_generation(problem),
+        )
+
+    def stream_generations(self, problems: list[dict[str, Any]]) -> Iterator[GenerationResult]:
+        """Results of every sample of the given (templated) problems, as they complete."""
+        if self.backend is None:
+            raise RuntimeError("call env.setup(model_config=...) before generating")
+        samples = list(range(self.sampling.n))
+        requests = [self.request_for(p, samples) for p in problems]
+        return self.backend.generate(requests, self.sampling)
+
+    def generate(self, ds: "ray.data.Dataset") -> "ray.data.Dataset":
+        """One row per sample: the problem's fields plus `sample_idx`, `generation`, ..."""
+        import ray.data
+
+        problems = {p["id"]: p for p in map(self._templated, ds.take_all())}
+        rows = [
+            {**problems[r.id], **r.to_dict()} for r in self.stream_generations(list(problems.values()))
+        ]
+        return ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))
+
+    def _templated(self, item: dict[str, Any]) -> dict[str, Any]:
+        return item if "prompt" in item else self.apply_prompt_template_on_item(item)
+
+    # ---- scoring ------------------------------------------------------------------------
+    def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        """Score one sample: `item` has `generation` and `expected`; returns at least
+        {"score": float 0..1}. Must not raise for any generation text."""
+        raise NotImplementedError
+
+    def score(self, ds_or_item: "ray.data.Dataset | dict[str, Any]") -> Any:
+        """Score one item (a dict) or every row of a Dataset, in parallel across cores."""
+        if isinstance(ds_or_item, dict):
+            return self.score_item(ds_or_item)
+        return ds_or_item.map(_ScoreRow(self))
+
+    # ---- saving -------------------------------------------------------------------------
+    def save(self, ds: "ray.data.Dataset", path: str | os.PathLike, format: str = "jsonl") -> Path:
+        """Write a Dataset to one file: json (a list), jsonl or parquet."""
+        from skyeval.results import write_rows
+
+        return write_rows(ds.take_all(), Path(path), format)
+
+
+class _ScoreRow:
+    """Row scorer shipped to Ray workers; a scorer that raises marks the row, not the run."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {**row, **self.env.score_item(row), "score_error": None}
+        except Exception as err:  # noqa: BLE001 - recorded as a failure by the pipeline
+            return {**row, "score": None, "score_error": f"{type(err).__name__}: {err}"}
+
+
+def _num_blocks(rows: int) -> int:
+    """Enough blocks to use every core, few enough to keep Ray's per-block cost small."""
+    return max(1, min(rows, 4 * (os.cpu_count() or 1)))

@@ -1,0 +1,50 @@
+"""Shared test fixtures: the local benchmark mirror, one Ray session, the CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("SKYEVAL_DATA_DIR") or REPO.parent / "shared" / "data")
+os.environ["SKYEVAL_DATA_DIR"] = str(DATA_DIR)
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA_DIR.exists():
+        pytest.skip(f"benchmark mirror not found at {DATA_DIR} (set SKYEVAL_DATA_DIR)")
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole test session (starting Ray costs ~5-8 s)."""
+    from skyeval.ray_session import ensure_ray
+
+    ensure_ray()
+    yield
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:
+    """`python -m skyeval.cli ARGS` in a subprocess, the way users run it."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "skyeval.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"CLI failed ({proc.returncode}):\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def load_summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []

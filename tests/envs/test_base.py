@@ -1,0 +1,54 @@
+"""The Env Python API on real data with the reference backend."""
+
+import json
+
+import pytest
+
+from skyeval import SamplingParams, ScalingConfig, SkyEnvBuilder
+from skyeval.backends.reference import ReferenceConfig
+
+
+@pytest.fixture(scope="module")
+def env(data_dir, ray_session):
+    env = SkyEnvBuilder.build("gsm8k", {"limit": 12})
+    return env.setup(ReferenceConfig(), ScalingConfig(), sampling_params=SamplingParams(n=2))
+
+
+def test_read_dataset_is_a_ray_dataset_users_can_query(env):
+    ds = env.read_dataset()
+    assert ds.count() == 12
+    assert ds.limit(5).count() == 5
+    assert ds.filter(lambda r: int(r["expected"]) > 10).count() < 12
+    first = ds.take(1)[0]
+    assert set(first) >= {"id", "question", "expected", "solution"}
+    assert "<<" not in first["solution"]  # calculator notes removed
+
+
+def test_apply_prompt_template_on_item(env):
+    item = env.apply_prompt_template_on_item({"id": "0", "question": "What is 2+3?", "expected": "5"})
+    assert item["prompt"][-1]["role"] == "user"
+    assert item["prompt"][-1]["content"].startswith("What is 2+3?") and "\\boxed{}" in item["prompt"][-1]["content"]
+
+
+def test_generate_score_groupby_and_save(env, tmp_path):
+    generated = env.generate(env.read_dataset())
+    assert generated.count() == 24  # 12 problems x n=2
+    scored = env.score(generated)
+    assert scored.mean(on="score") >= 0.99
+    per_problem = scored.groupby("id").map_groups(lambda g: {"id": g["id"][:1], "best": [max(g["score"])]})
+    assert per_problem.count() == 12
+    path = env.save(scored, tmp_path / "scored.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 24 and all(r["score"] == 1.0 for r in rows)
+
+
+def test_score_item_is_a_reward_function(env):
+    assert env.score_item({"generation": "... so \\boxed{18}", "expected": "18"})["score"] == 1.0
+    assert env.score_item({"generation": "... so \\boxed{17}", "expected": "18"})["score"] == 0.0
+    assert env.score({"generation": "no answer here", "expected": "18"})["score"] == 0.0
+
+
+def test_missing_local_file_is_a_clear_error(tmp_path):
+    env = SkyEnvBuilder.build("math500", {"data_dir": str(tmp_path)})
+    with pytest.raises(FileNotFoundError, match="math500/test.jsonl"):
+        env.load_problems()

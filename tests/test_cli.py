@@ -1,0 +1,96 @@
+"""The CLI end to end, from a clean working directory, as users run it."""
+
+import json
+import os
+
+from tests.conftest import load_summary, read_jsonl, run_cli
+
+
+def run_folder(tmp_path, name):
+    return tmp_path / "outputs" / name
+
+
+def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_path, data_dir):
+    proc = run_cli("evaluate", "+env=math500", "model_config=reference", cwd=tmp_path)
+    folder = run_folder(tmp_path, "math500_reference_t0.0")
+    assert "run folder:" in proc.stdout
+    summary = load_summary(folder)
+    assert summary["metrics"]["accuracy"] >= 0.99
+    assert summary["counts"] == {"problems": 500, "samples": 500, "generated": 500, "scored": 500, "failed": 0, "resumed": 0}
+    for part in ("generations", "scores", "failures", "logs.txt", "config.yaml", "summary.json"):
+        assert (folder / part).exists(), part
+    assert len(read_jsonl(folder / "scores" / "scores.jsonl")) == 500
+    assert summary["git_commit"] is None or len(summary["git_commit"]) == 40
+    assert summary["versions"]["ray"] and summary["config"]["env"]["name"] == "math500"
+    assert "scored 500 samples" in (folder / "logs.txt").read_text()
+
+
+def test_multirun_over_temperatures_writes_one_folder_per_job(tmp_path, data_dir):
+    run_cli("evaluate", "+env=aime24", "model_config=reference", "-m", "sampling_params.temperature=0.0,0.6", cwd=tmp_path)
+    names = sorted(p.name for p in (tmp_path / "outputs").iterdir() if (p / "summary.json").exists())
+    assert names == ["aime24_reference_t0.0", "aime24_reference_t0.6"]
+    for name in names:
+        assert load_summary(run_folder(tmp_path, name))["metrics"]["accuracy"] == 1.0
+
+
+def test_generate_then_score(tmp_path, data_dir):
+    run_cli("generate", "+env=AIME24", "env.limit=5", cwd=tmp_path)
+    folder = run_folder(tmp_path, "aime24_reference_t0.0")
+    summary = load_summary(folder)
+    assert summary["stage"] == "generate" and summary["counts"]["generated"] == 5 and summary["metrics"] == {}
+    assert read_jsonl(folder / "scores" / "scores.jsonl") == []
+    run_cli("score", f"run_dir={folder}", cwd=tmp_path)
+    summary = load_summary(folder)
+    assert summary["stage"] == "score" and summary["counts"]["scored"] == 5 and summary["metrics"]["accuracy"] == 1.0
+
+
+def test_user_config_file_with_overrides(tmp_path, data_dir):
+    (tmp_path / "AIME24.yaml").write_text(
+        "env:\n  name: AIME24\n  limit: 4\n"
+        "model_config:\n  model_source: reference\n"
+        "template:\n  system_prompt: qwq\n"
+        "sampling_params:\n  temperature: 0.0\n  n: 2\n"
+        "logging:\n  experiment_name: my_aime_run\n"
+    )
+    run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", cwd=tmp_path)
+    folder = run_folder(tmp_path, "my_aime_run")
+    summary = load_summary(folder)
+    assert summary["counts"]["problems"] == 3 and summary["counts"]["samples"] == 6
+    assert summary["metrics"]["pass@k"]["2"] == 1.0
+    prompt = read_jsonl(folder / "generations" / "generations.jsonl")[0]["prompt"]
+    assert prompt[0]["role"] == "system" and "Qwen" in prompt[0]["content"]
+
+
+def test_bad_input_gets_one_clear_line(tmp_path, data_dir):
+    proc = run_cli("evaluate", "+env=math50", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Did you mean 'math500'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("evaluate", "+env=math500", "+env.nope=1", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "no knob 'nope'" in proc.stderr
+    proc = run_cli("evaluate", cwd=tmp_path, check=False)
+    assert proc.returncode != 0 and "+env=" in proc.stderr
+    proc = run_cli("frobnicate", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "unknown command" in proc.stderr
+    proc = run_cli("evaluate", "+env=math500", "data_dir=/nonexistent", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "math500/test.jsonl" in proc.stderr
+
+
+def test_secrets_never_reach_a_written_file(tmp_path, data_dir):
+    secret, token = "sk-live-abcdefghijklmnop", "hf_SECRETTOKEN123456"
+    run_cli("evaluate", "+env=aime24", "env.limit=2", f"+hf_token={token}", cwd=tmp_path,
+            env={"OPENAI_API_KEY": secret})
+    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "outputs").rglob("*") if p.is_file())
+    assert written and secret not in written and token not in written
+
+
+def test_results_dir_under_skyhome(tmp_path, data_dir):
+    home = tmp_path / "skyhome"
+    run_cli("evaluate", "+env=aime24", "env.limit=1", cwd=tmp_path, env={"SKYHOME": str(home)})
+    assert (home / "outputs" / "aime24_reference_t0.0" / "summary.json").exists()
+
+
+def test_slurm_launcher_knobs_through_submitit_local(tmp_path, data_dir):
+    run_cli("evaluate", "-m", "+env=aime24", "env.limit=2", "hydra/launcher=slurm_local",
+            "sampling_params.temperature=0.0,1.0", cwd=tmp_path, timeout=600)
+    for name in ("aime24_reference_t0.0", "aime24_reference_t1.0"):
+        assert load_summary(run_folder(tmp_path, name))["counts"]["scored"] == 2
+    assert list((tmp_path / "outputs" / ".submitit").iterdir())  # submitit's job folders

@@ -1,0 +1,55 @@
+"""The Hydra config tree, composed the way the CLI composes it."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from skyeval.config import CONF_DIR, register_resolvers
+from skyeval.run import fingerprint
+
+register_resolvers()
+
+
+def composed(*overrides, hydra=False):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def test_experiment_name_from_env_model_and_temperature(monkeypatch):
+    monkeypatch.delenv("SKYHOME", raising=False)
+    cfg = composed("+env=aime24", "model_config.model_source=Qwen/QwQ-32B", "sampling_params=default")
+    assert cfg.logging.experiment_name == "aime24_Qwen_QwQ-32B_t0.6"
+    assert cfg.logging.results_dir == "./outputs"
+
+
+def test_results_dir_under_skyhome(monkeypatch, tmp_path):
+    monkeypatch.setenv("SKYHOME", str(tmp_path))
+    assert composed("+env=gsm8k").logging.results_dir == f"{tmp_path}/outputs"
+
+
+def test_every_env_config_composes_with_a_target():
+    for path in sorted((CONF_DIR / "env").glob("*.yaml")):
+        cfg = composed(f"+env={path.stem}")
+        assert cfg.env.name == path.stem and "_target_" in cfg.env
+
+
+def test_slurm_launcher_extends_submitit_with_knobs():
+    cfg = composed("+env=aime24", "hydra/launcher=slurm", "hydra.launcher.partition=gpu", hydra=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert launcher.partition == "gpu" and launcher.gpus_per_node == 1 and list(launcher.setup) == []
+    assert launcher.timeout_min == 240 and launcher.max_num_timeout == 3
+
+
+def test_fingerprint_ignores_limit_n_and_transport_but_not_model_or_template():
+    base = OmegaConf.to_container(composed("+env=aime24"), resolve=True)
+    grown = OmegaConf.to_container(composed("+env=aime24", "env.limit=3", "sampling_params.n=4"), resolve=True)
+    assert fingerprint(base) == fingerprint(grown)
+    hotter = OmegaConf.to_container(composed("+env=aime24", "sampling_params.temperature=0.7"), resolve=True)
+    other_prompt = OmegaConf.to_container(composed("+env=aime24", "template.system_prompt=qwq"), resolve=True)
+    assert fingerprint(base) != fingerprint(hotter) and fingerprint(base) != fingerprint(other_prompt)
+
+
+@pytest.mark.parametrize("group", ["model_config", "template", "sampling_params", "logging"])
+def test_groups_have_a_cheap_default(group):
+    assert group in composed("+env=aime24")
