@@ -42,9 +42,38 @@ def _hydra(stage: str, args: list[str]) -> None:
     """Hand over to the Hydra app in skyeval.run with `stage=` and an optional user config."""
     from skyeval import run
 
-    args = [_checked_env(a) for a in _with_user_config(args)]
-    sys.argv = [sys.argv[0], f"stage={stage}", *args]
+    flags, overrides = _split_flags(_with_user_config(args))
+    if not any(o.lstrip("+~").split("=")[0].split("@")[0] in ("env", "experiment", "user_config") for o in overrides):
+        _fail(f"no benchmark selected: add +env=NAME, one of: {', '.join(_env_names())}")
+    sys.argv = [sys.argv[0], *flags, f"stage={stage}", *map(_checked_env, overrides)]
     run.main()
+
+
+# Hydra flags that take a value as the next argument.
+_VALUE_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                "--config-dir", "-cd", "--experimental-rerun", "--info", "-i"}
+
+
+def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """Hydra flags first, then overrides: `a=1 -m b=1,2` is read as `-m a=1 b=1,2`."""
+    flags, overrides, i = [], [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("-") and "=" not in arg.split(" ")[0]:
+            flags.append(arg)
+            if arg in _VALUE_FLAGS and i + 1 < len(args) and "=" not in args[i + 1]:
+                flags.append(args[i + 1])
+                i += 1
+        else:
+            overrides.append(arg)
+        i += 1
+    return flags, overrides
+
+
+def _env_names() -> list[str]:
+    from skyeval.envs.registry import SkyEnvBuilder
+
+    return SkyEnvBuilder.names()
 
 
 def _checked_env(arg: str) -> str:

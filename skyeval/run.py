@@ -45,7 +45,7 @@ def clear_errors() -> Iterator[None]:
 
     try:
         yield
-    except (UsageError, UnknownEnvError, ConfigMismatchError, FileNotFoundError, ImportError, ValueError) as err:
+    except (UsageError, UnknownEnvError, ConfigMismatchError, FileNotFoundError, ConnectionError, ImportError, ValueError) as err:
         _fail(err)
     except TypeError as err:
         if "knob" not in str(err):

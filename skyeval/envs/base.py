@@ -50,6 +50,10 @@ class Env:
         self.sampling = SamplingParams()
         self.model_source: str | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Envs shipped to Ray workers (for scoring) leave their backend behind."""
+        return {**self.__dict__, "backend": None}
+
     # ---- data ---------------------------------------------------------------------
     def load_rows(self) -> list[dict[str, Any]]:
         """Raw rows: from the local mirror when a data dir is set, else from the hub."""

@@ -1,0 +1,345 @@
+"""Run untrusted Python programs in a contained child process.
+
+Each run gets its own process session, temp working dir, rlimits, a scrubbed
+environment and wall-clock/output caps. As root it also gets a new network and mount
+namespace (private /tmp) and a distinct unprivileged uid. See docs/sandbox.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import math
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+_KILL = "/bin/kill"
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+_PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+_UID_BASE = 1_000_000_000
+_SLOTS = 64
+_CHUNK = 1 << 16
+_EXIT_GRACE_S = 1.0
+_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass
+class SandboxLimits:
+    """Per-run limits. `max_processes` holds only when the sandbox can drop to its own uid."""
+
+    timeout_s: float = 6.0
+    cpu_s: float = 5.0
+    memory_mb: int = 2048
+    max_output_bytes: int = 8 << 20
+    max_processes: int = 64
+    network: bool = False
+
+
+@dataclass
+class RunResult:
+    """Outcome of one run; `returncode` is None when the sandbox killed the program."""
+
+    status: str  # "ok" | "runtime_error" | "timeout" | "memory" | "output_limit"
+    returncode: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class _Host:
+    python: str
+    drop_uid: bool
+    netns: bool
+    mountns: bool
+
+
+def _unshare(flags: int) -> None:
+    if _libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare failed")
+
+
+def _mount(source: str, target: str, flags: int) -> None:
+    if _libc.mount(source.encode(), target.encode(), None, flags, None) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {target} failed")
+
+
+def _probe(python: str, preexec: Callable[[], None]) -> bool:
+    try:
+        subprocess.run([python, "-c", "pass"], preexec_fn=preexec, env=_ENV, check=True,
+                       cwd=tempfile.gettempdir(), capture_output=True, timeout=30)
+    except (subprocess.SubprocessError, OSError):
+        return False
+    return True
+
+
+@functools.cache
+def _host() -> _Host:
+    root = os.geteuid() == 0
+    drop_uid = root and all(os.access(path, os.X_OK) for path in (SYSTEM_PYTHON, _KILL))
+    python = SYSTEM_PYTHON if drop_uid else sys.executable
+    if root and not drop_uid:
+        logger.warning("%s or %s missing: sandboxed programs run as root", SYSTEM_PYTHON, _KILL)
+    net_flags = _CLONE_NEWNET if root else _CLONE_NEWUSER | _CLONE_NEWNET
+    netns = _probe(python, lambda: _unshare(net_flags))
+    mountns = root and _probe(python, _private_mounts)
+    host = _Host(python, drop_uid, netns, mountns)
+    logger.info("sandbox protections on this host: %s", _protections(host))
+    return host
+
+
+def _protections(host: _Host) -> dict[str, bool]:
+    return {
+        "netns": host.netns,
+        "private_tmp": host.mountns,
+        "uid_drop": host.drop_uid,
+        "nproc_limit": host.drop_uid,
+        "rlimits": True,
+        "pgroup": True,
+        "scrubbed_env": True,
+    }
+
+
+def active_protections() -> dict[str, bool]:
+    """Which protections hold on this host (probed once per process)."""
+    return _protections(_host())
+
+
+def _private_mounts() -> None:
+    """Enter a mount namespace where the world-writable dirs all show the cwd (the work dir)."""
+    _unshare(_CLONE_NEWNS)
+    _mount("none", "/", _MS_REC | _MS_PRIVATE)
+    for target in _PRIVATE_DIRS:
+        if os.path.isdir(target):
+            _mount(".", target, _MS_BIND)
+    os.chdir(_PRIVATE_DIRS[0])  # the old path of the work dir is now hidden
+
+
+class _UidPool:
+    """Distinct uids per concurrent sandbox: unique per process (pid) and per slot."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._cond = threading.Condition()
+        self._free = list(range(_SLOTS))
+
+    def acquire(self) -> int:
+        with self._cond:
+            self._cond.wait_for(lambda: self._free)
+            return _UID_BASE + os.getpid() * _SLOTS + self._free.pop()
+
+    def release(self, uid: int) -> None:
+        with self._cond:
+            self._free.append((uid - _UID_BASE) % _SLOTS)
+            self._cond.notify()
+
+
+_uids = _UidPool()
+os.register_at_fork(after_in_child=_uids.reset)
+
+
+def _preexec(limits: SandboxLimits, host: _Host, uid: int | None) -> Callable[[], None]:
+    """Build the child-side setup; it runs after setsid() and chdir(), before exec."""
+    flags = _CLONE_NEWNET if host.netns and not limits.network else 0
+    if flags and not host.drop_uid:
+        flags |= _CLONE_NEWUSER
+    cpu = max(1, math.ceil(limits.cpu_s))
+    rlimits = [
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (limits.memory_mb << 20,) * 2),
+        (resource.RLIMIT_FSIZE, (limits.max_output_bytes,) * 2),
+        (resource.RLIMIT_NPROC, (limits.max_processes,) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+
+    def setup() -> None:
+        if flags:
+            _unshare(flags)
+        if host.mountns:
+            _private_mounts()
+        for name, value in rlimits:
+            resource.setrlimit(name, value)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+
+    return setup
+
+
+def _write_files(workdir: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = (workdir / name).resolve()
+        if not path.is_relative_to(workdir.resolve()):
+            raise ValueError(f"sandbox file outside the work dir: {name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _exited(pid: int) -> bool:
+    """True once `pid` has exited; the zombie is kept so its pgid stays reserved."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _kill_all(pid: int, uid: int | None) -> None:
+    """SIGKILL the run's process group, and every process of its uid when one was used."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if uid is not None:  # kill(-1) as that uid reaches children that left the group
+        subprocess.run([_KILL, "-9", "-1"], user=uid, group=uid, extra_groups=[],
+                       env=_ENV, capture_output=True, check=False)
+
+
+class _Pump:
+    """Feed stdin and collect stdout/stderr without blocking, up to a byte cap."""
+
+    def __init__(self, proc: subprocess.Popen, stdin: bytes, cap: int) -> None:
+        self.proc, self.cap, self.total = proc, cap, 0
+        self.out, self.err = bytearray(), bytearray()
+        self.pending = memoryview(stdin)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(proc.stdout, selectors.EVENT_READ, self.out)
+        self.sel.register(proc.stderr, selectors.EVENT_READ, self.err)
+        if stdin:
+            os.set_blocking(proc.stdin.fileno(), False)
+            self.sel.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+
+    @property
+    def open(self) -> bool:
+        return bool(self.sel.get_map())
+
+    def step(self, timeout: float) -> bool:
+        """Move data for up to `timeout` seconds; False once output exceeds the cap."""
+        for key, _ in self.sel.select(timeout):
+            if key.data is None:
+                self._write(key.fileobj)
+            elif not self._read(key.fileobj, key.data):
+                return False
+        return True
+
+    def _write(self, pipe) -> None:
+        try:
+            self.pending = self.pending[os.write(pipe.fileno(), self.pending[:_CHUNK]):]
+        except BrokenPipeError:
+            self.pending = self.pending[:0]
+        if not self.pending:
+            self._close(pipe)
+
+    def _read(self, pipe, buf: bytearray) -> bool:
+        chunk = os.read(pipe.fileno(), _CHUNK)
+        if not chunk:
+            self._close(pipe)
+        buf += chunk
+        self.total += len(chunk)
+        return self.total <= self.cap
+
+    def _close(self, pipe) -> None:
+        self.sel.unregister(pipe)
+        pipe.close()
+
+    def close(self) -> None:
+        for key in list(self.sel.get_map().values()):
+            self._close(key.fileobj)
+        self.sel.close()
+
+
+def _supervise(proc: subprocess.Popen, pump: _Pump, limits: SandboxLimits, uid: int | None) -> str | None:
+    """Drive the run to its end and kill all it started; return "timeout"/"output_limit" if cut short."""
+    start = time.monotonic()
+    exited_at: float | None = None
+    try:
+        while pump.open or exited_at is None:
+            now = time.monotonic()
+            if exited_at is None and now - start > limits.timeout_s:
+                return "timeout"
+            if exited_at is not None and now - exited_at > _EXIT_GRACE_S:
+                return None  # a process out of our reach still holds the pipes
+            if not pump.open:
+                time.sleep(0.005)
+            elif not pump.step(0.05):
+                return "output_limit"
+            if exited_at is None and _exited(proc.pid):
+                exited_at = time.monotonic()
+                _kill_all(proc.pid, uid)  # no stray children; lets the pipes reach EOF
+        return None
+    finally:
+        if exited_at is None:
+            _kill_all(proc.pid, uid)
+
+
+def _status(killed: str | None, returncode: int, stderr: str) -> str:
+    if killed:
+        return killed
+    if returncode == 0:
+        return "ok"
+    if returncode == -signal.SIGXCPU:
+        return "timeout"
+    if any(sign in stderr for sign in _MEMORY_SIGNS):
+        return "memory"
+    return "runtime_error"
+
+
+def _execute(workdir: Path, stdin: str, limits: SandboxLimits, host: _Host, uid: int | None) -> RunResult:
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [host.python, "-E", "-s", "-B", "main.py"], cwd=workdir, env=_ENV,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=_preexec(limits, host, uid),
+    )
+    pump = _Pump(proc, stdin.encode(), limits.max_output_bytes)
+    try:
+        killed = _supervise(proc, pump, limits, uid)
+    finally:
+        pump.close()
+        returncode = proc.wait()
+    stderr = pump.err.decode(errors="replace")
+    return RunResult(
+        status=_status(killed, returncode, stderr),
+        returncode=None if killed else returncode,
+        stdout=pump.out.decode(errors="replace"),
+        stderr=stderr,
+        duration_s=time.monotonic() - start,
+    )
+
+
+def run_program(source: str, stdin: str = "", *, limits: SandboxLimits = SandboxLimits(),
+                files: dict[str, str] | None = None) -> RunResult:
+    """Run `source` as main.py in a fresh sandbox, with `files` beside it, feeding `stdin`."""
+    host = _host()
+    uid = _uids.acquire() if host.drop_uid else None
+    workdir = Path(tempfile.mkdtemp(prefix="skyeval-sandbox-"))
+    try:
+        _write_files(workdir, {**(files or {}), "main.py": source})
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        return _execute(workdir, stdin, limits, host, uid)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if uid is not None:
+            _uids.release(uid)

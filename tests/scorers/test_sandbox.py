@@ -1,0 +1,233 @@
+"""Hostile programs stay contained; the host and other samples are unaffected.
+
+Every hostile program is bounded (a few hundred forks, a few GB, ~1 GB of output) so a
+containment failure cannot take the machine down.
+"""
+
+import resource
+import secrets
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from skyeval.scorers.code import score_code
+from skyeval.scorers.sandbox import RunResult, SandboxLimits, active_protections, run_program
+
+PROTECTIONS = active_protections()
+needs_uid = pytest.mark.skipif(
+    not PROTECTIONS["uid_drop"], reason="needs root + /usr/bin/python3: without a uid drop the program runs as us"
+)
+needs_netns = pytest.mark.skipif(not PROTECTIONS["netns"], reason="network namespaces unavailable on this host")
+
+GOOD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+GOOD_TESTS = {"type": "stdin", "inputs": ["1 2\n", "40 2\n"], "outputs": ["3\n", "42\n"]}
+
+
+def _good_passes() -> bool:
+    return score_code(GOOD, GOOD_TESTS)["passed"]
+
+
+def _alongside(hostile: Callable[[], RunResult]) -> RunResult:
+    """Run `hostile` while a good sample is scored; check the good one passes during and after."""
+    with ThreadPoolExecutor(2) as pool:
+        result, good = pool.submit(hostile), pool.submit(_good_passes)
+        assert good.result()
+        outcome = result.result()
+    assert _good_passes()
+    return outcome
+
+
+def _alive(pid: int) -> bool:
+    """True if `pid` is a live (non-zombie) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_protections_are_reported():
+    assert set(PROTECTIONS) >= {"netns", "uid_drop", "rlimits", "pgroup"}
+    assert PROTECTIONS["rlimits"] and PROTECTIONS["pgroup"]
+
+
+def test_plain_run_and_cleanup():
+    result = run_program("import os\nprint(input()[::-1], sorted(os.listdir('.')))", "abc\n",
+                         files={"data/x.txt": "1"})
+    assert result.status == "ok" and result.returncode == 0
+    assert result.stdout.startswith("cba ['data', 'main.py']")
+
+
+def test_files_cannot_escape_workdir():
+    with pytest.raises(ValueError):
+        run_program("pass", files={"../evil.py": "x"})
+
+
+def test_infinite_loop_times_out_and_group_is_gone():
+    program = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+        "print(child.pid, flush=True)\n"
+        "while True: pass\n"
+    )
+    result = _alongside(lambda: run_program(program, limits=SandboxLimits(timeout_s=1.5)))
+    assert result.status == "timeout" and result.returncode is None
+    assert not _alive(int(result.stdout.split()[0]))
+
+
+@needs_uid
+def test_child_that_leaves_the_group_is_killed_after_normal_exit():
+    program = (
+        "import subprocess, sys\n"
+        "code = 'import time; time.sleep(30)'\n"
+        "child = subprocess.Popen([sys.executable, '-c', code], start_new_session=True)\n"
+        "print(child.pid)\n"
+    )
+    result = _alongside(lambda: run_program(program))
+    assert result.status == "ok"
+    assert not _alive(int(result.stdout))
+
+
+def test_fork_bomb_is_capped():
+    program = (
+        "import os, time\n"
+        "pids = []\n"
+        "for _ in range(300):\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(20)\n"
+        "        os._exit(0)\n"
+        "    pids.append(pid)\n"
+        "print(*pids)\n"
+    )
+    result = _alongside(lambda: run_program(program, limits=SandboxLimits(max_processes=32)))
+    pids = [int(pid) for pid in result.stdout.split()]
+    if PROTECTIONS["nproc_limit"]:
+        assert len(pids) < 32
+    assert not any(map(_alive, pids))
+
+
+def test_memory_bomb_fails_with_memory_verdict():
+    bomb = "```python\nblocks = [bytearray(1 << 30) for _ in range(4)]\nprint(len(blocks))\n```"
+    tests = {"type": "stdin", "inputs": [""], "outputs": ["4"]}
+    verdict = _alongside(lambda: score_code(bomb, tests, limits=SandboxLimits(memory_mb=512)))
+    assert verdict["failure_kind"] in ("memory", "runtime_error") and not verdict["passed"]
+
+
+def test_gigabyte_of_output_is_cut_off_with_bounded_memory():
+    program = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"
+    limits = SandboxLimits(max_output_bytes=4 << 20)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = _alongside(lambda: run_program(program, limits=limits))
+    assert result.status == "output_limit"
+    assert len(result.stdout) <= limits.max_output_bytes + (1 << 16)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 200_000  # KiB
+
+
+@needs_uid
+def test_writes_outside_workdir_fail_or_stay_private(tmp_path):
+    decoy = tmp_path / "decoy.txt"
+    decoy.write_text("precious")
+    escape = Path(f"/tmp/skyeval-escape-{secrets.token_hex(6)}")
+    program = (
+        "for path in [%r, %r, '/etc/skyeval-escape', '/var/tmp/skyeval-escape']:\n"
+        "    try:\n"
+        "        open(path, 'w').write('pwned')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as exc:\n"
+        "        print('blocked', path, type(exc).__name__)\n"
+    ) % (str(decoy), str(escape))
+    result = _alongside(lambda: run_program(program))
+    assert result.status == "ok"
+    assert f"blocked {decoy}" in result.stdout
+    assert decoy.read_text() == "precious"
+    assert not Path("/etc/skyeval-escape").exists()
+    if PROTECTIONS["private_tmp"]:  # otherwise these land in the shared /tmp, as that uid
+        assert not escape.exists() and not Path("/var/tmp/skyeval-escape").exists()
+
+
+def test_environment_secrets_are_not_passed(monkeypatch):
+    secret = "sk-fake-" + secrets.token_hex(8)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("HF_TOKEN", secret)
+    result = _alongside(lambda: run_program("import os\nprint(dict(os.environ))"))
+    assert result.status == "ok"
+    assert secret not in result.stdout and "OPENAI_API_KEY" not in result.stdout
+
+
+@needs_uid
+def test_parent_environment_is_unreadable(monkeypatch):
+    secret = "sk-fake-" + secrets.token_hex(8)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    program = (
+        "import os\n"
+        "try:\n"
+        "    print(open(f'/proc/{os.getppid()}/environ').read())\n"
+        "except OSError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = _alongside(lambda: run_program(program))
+    assert secret not in result.stdout
+
+
+@needs_netns
+def test_loopback_listener_is_unreachable():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(0.1)
+        port = server.getsockname()[1]
+        program = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    print('connected')\n"
+            "except OSError as exc:\n"
+            "    print('blocked', exc)\n"
+        )
+        blocked = _alongside(lambda: run_program(program))
+        assert blocked.stdout.startswith("blocked")
+        with pytest.raises(TimeoutError):
+            server.accept()
+        allowed = run_program(program, limits=SandboxLimits(network=True))
+        assert allowed.stdout.startswith("connected")  # the test can tell the two apart
+
+
+@needs_uid
+def test_killing_the_parent_fails():
+    program = (
+        "import os, signal\n"
+        "for target in (lambda: os.kill(os.getppid(), signal.SIGKILL),\n"
+        "               lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL),\n"
+        "               lambda: os.kill(-1, signal.SIGKILL)):\n"
+        "    try:\n"
+        "        target()\n"
+        "    except OSError as exc:\n"
+        "        print(type(exc).__name__)\n"
+    )
+    result = _alongside(lambda: run_program(program))
+    assert result.stdout.split()[:2] == ["PermissionError", "PermissionError"]
+
+
+@needs_uid
+def test_decoy_home_survives(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("key")
+    (home / "notes.txt").write_text("notes")
+    monkeypatch.setenv("HOME", str(home))
+    program = (
+        "import os, shutil\n"
+        f"for target in (os.path.expanduser('~'), {str(home)!r}, {str(home / 'notes.txt')!r}):\n"
+        "    try:\n"
+        "        shutil.rmtree(target) if os.path.isdir(target) else os.remove(target)\n"
+        "    except OSError as exc:\n"
+        "        print(type(exc).__name__)\n"
+    )
+    _alongside(lambda: run_program(program))
+    assert (home / ".ssh" / "id_rsa").read_text() == "key"
+    assert (home / "notes.txt").read_text() == "notes"
