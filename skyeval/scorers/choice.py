@@ -1,0 +1,63 @@
+"""Multiple-choice grading: read the chosen option letter from a generation.
+
+Explicit statements win, and the last one counts: ``\\boxed{C}`` / ``\\boxed{\\text{C}}``,
+"the answer is (C)", "Answer: C", "**Answer:** C", "(C) is correct". Only when there is
+none, a final line holding nothing but the letter ("C", "(C)", "**C.**") is read. A bare
+capital letter inside prose ("A good approach...", the pronoun "I") is never an answer.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+LETTERS = "ABCDEFGHIJ"
+TAIL_CHARS = 8000  # the answer statement is at the end; bounds work on degenerate text
+_ENGLISH_WORD = r"\s+(?!(?:because|since|as|and|or|is|which|with|but|for)\b)[a-z]"
+
+
+def extract_choice(generation: str, num_options: int = 4) -> str | None:
+    """Return the chosen letter among the first ``num_options`` of A-J, or None."""
+    explicit, standalone = _patterns(num_options)
+    tail = generation[-TAIL_CHARS:]
+    last = None
+    for last in explicit.finditer(tail):
+        pass
+    if last is not None:
+        return next(group for group in last.groups() if group)
+    lines = tail.rstrip().rsplit("\n", 1)
+    match = standalone.fullmatch(lines[-1].strip())
+    return match.group(1) if match else None
+
+
+def score_choice(generation: str, expected: str, *, num_options: int = 4) -> dict:
+    """Returns ``{"score": 0.0|1.0, "extracted", "parse_failed", "timed_out": False}``."""
+    extracted = extract_choice(generation, num_options)
+    return {
+        "score": 1.0 if extracted is not None and extracted == expected.strip().upper() else 0.0,
+        "extracted": extracted,
+        "parse_failed": extracted is None,
+        "timed_out": False,
+    }
+
+
+@lru_cache(maxsize=len(LETTERS))
+def _patterns(num_options: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    if not 1 <= num_options <= len(LETTERS):
+        raise ValueError(f"num_options must be 1..{len(LETTERS)}, got {num_options}")
+    letter = f"([{LETTERS[:num_options]}])"
+    # The letter, optionally in (), $, **, \text{} or \textbf{}; never followed by a word
+    # character, nor, for a bare "A"/"I", by a word other than a connective ("A good", "I think").
+    wrapped = rf"(?:\\text(?:bf)?\{{|\$|\*\*|\()*\s*{letter}(?![\w'’])(?!(?<=[AI]){_ENGLISH_WORD})"
+    option = r"(?i:option|choice)"
+    explicit = re.compile(
+        "|".join(
+            [
+                rf"\\(?:boxed|fbox)\{{\s*{wrapped}",
+                rf"(?i:answer|correct {option})(?:\*\*)?(?:\s*:|\s+(?i:is)\b\s*:?)(?:\*\*)?\s*(?:{option}\s*)?{wrapped}",
+                rf"(?:{option}\s*\(?{letter}\)?|\({letter}\))\s+(?i:is)\s+(?:(?i:the)\s+)?(?i:correct|right|best)\b",
+            ]
+        )
+    )
+    standalone = re.compile(rf"[\s*(]*{letter}[\s*).]*")
+    return explicit, standalone
