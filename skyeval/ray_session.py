@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +19,8 @@ def ensure_ray(address: str | None = None) -> None:
     kwargs = dict(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     if address is None:
         kwargs["num_cpus"] = os.cpu_count() or 1
+        # Workers unpickle user envs by module name: let them import what this process can.
+        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
     ray.init(**kwargs)
     _quiet_ray_data()
     log.info("ray: %s", f"joined {address}" if address else f"local, {os.cpu_count()} CPUs")

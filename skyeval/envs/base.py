@@ -68,7 +68,7 @@ class Env:
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement to_problem(row, index)")
 
     def keep(self, problem: dict[str, Any]) -> bool:
         """Row filter applied before `limit` (knobs like difficulty use it)."""
@@ -118,7 +118,7 @@ class Env:
 
     def reference_generation(self, problem: dict[str, Any]) -> str:
         """The gold solution, formatted as a model would write it (reference backend)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement reference_generation(problem)")
 
     def request_for(self, problem: dict[str, Any], sample_indices: list[int]) -> GenerationRequest:
         return GenerationRequest(
@@ -153,7 +153,7 @@ class Env:
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """Score one sample: `item` has `generation` and `expected`; returns at least
         {"score": float 0..1}. Must not raise for any generation text."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement score_item(item)")
 
     def score(self, ds_or_item: "ray.data.Dataset | dict[str, Any]") -> Any:
         """Score one item (a dict) or every row of a Dataset, in parallel across cores."""

@@ -48,7 +48,13 @@ class SkyEnvBuilder:
         knobs = dict(knobs or {})
         key = name.lower()
         if key in cls._registered:
-            env = cls._registered[key](**knobs)
+            try:
+                env = cls._registered[key](**knobs)
+            except TypeError as err:
+                bad = re.search(r"unexpected keyword argument '(\w+)'", str(err))
+                if bad is None:
+                    raise
+                raise TypeError(f"env {name!r} has no knob {bad.group(1)!r} ({cls._registered[key].__name__})") from None
             env.name = knobs.get("name") or key
             return env
         return build_from_config({**cls.config(key), **knobs})

@@ -1,0 +1,180 @@
+"""Turn a scored run folder into a training dataset. Each command prints and saves (next
+to the output, as `<name>.summary.json`) how many rows each step kept.
+
+  python scripts/curate.py sft RUN_DIR          correct + readable samples -> ShareGPT SFT rows
+  python scripts/curate.py pairs RUN_DIR        preference pairs (--silc adds short-incorrect/long-correct)
+  python scripts/curate.py best-of-n RUN_DIR    per-question mean/max/majority/pass@k (--ks 1,4)
+  python scripts/curate.py rewrite RUN_DIR --model openai --set model_source=gpt-4o-mini
+                                                rewrite kept samples, keep rewrites still correct
+  python scripts/curate.py difficulty RUN_DIR --model openai --set model_source=gpt-4o-mini
+                                                1-10 difficulty label per problem (parse failures apart)
+
+Output: RUN_DIR/curated/<command>.jsonl unless --out is given; --format parquet for parquet.
+`--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
+`--set key=value` overrides one of its fields, e.g. `--set api_url=http://127.0.0.1:8000/v1`.
+See docs/curation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from skyeval.backends.base import SamplingParams, ScalingConfig
+from skyeval.curation import (
+    StepLog,
+    best_of_n,
+    judge,
+    keep_passing,
+    label_difficulty,
+    load_env,
+    load_scored,
+    passes,
+    preference_pairs,
+    rewrite,
+    sharegpt_row,
+    to_dataset,
+)
+from skyeval.results import write_rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    run_dir = Path(args.run_dir)
+    out = Path(args.out) if args.out else run_dir / "curated" / f"{args.command}.{args.format}"
+    log = StepLog(args.command, str(run_dir))
+    rows = load_scored(run_dir)
+    log.record("scored samples", len(rows), len(rows))
+    result = COMMANDS[args.command](args, rows, log, out)
+    return log.save(result, out, args.format)
+
+
+def sft(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    """Samples marked keep (correct and readable) as ShareGPT rows, via `ds.filter`."""
+    rows = _with_keep(rows, args.min_readability)
+    kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS))).take_all() if rows else []
+    log.record("correct+readable", len(rows), len(kept))
+    return sorted((sharegpt_row(r) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
+
+
+def pairs(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc).take_all() if rows else []
+    questions = len({r["id"] for r in rows})
+    log.record("pairs", questions, len(made), unit="questions -> pairs", by_kind=dict(Counter(p["kind"] for p in made)))
+    return sorted(made, key=lambda p: (p["id"], p["kind"]))
+
+
+def best_of_n_command(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    ks = [int(k) for k in args.ks.split(",")]
+    per_question = best_of_n(to_dataset(_columns(rows, BEST_OF_N_COLUMNS)), ks=ks).take_all() if rows else []
+    means = {f"pass@{k}": _mean(q[f"pass@{k}"] for q in per_question) for k in ks}
+    means["majority_vote_accuracy"] = _mean(q["majority_score"] for q in per_question)
+    log.record("samples -> questions", len(rows), len(per_question), **means)
+    return sorted(per_question, key=lambda q: q["id"])
+
+
+def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    """Rewrite the kept samples with a second model; keep rewrites that still score correct."""
+    rows = _with_keep(rows, args.min_readability)
+    kept = [r for r in rows if passes(r)]
+    log.record("correct+readable", len(rows), len(kept))
+    env = load_env(args.run_dir)
+    result = rewrite(kept, _model_config(args), env.score_item, sampling=_sampling(args),
+                     scaling=ScalingConfig(concurrency=args.concurrency))
+    log.record("rewrite still correct", len(kept), len(result.kept),
+               incorrect=len(result.incorrect), failed=len(result.failed))
+    _save_apart(result.incorrect + result.failed, out, "dropped", args.format)
+    return [{**r, **sharegpt_row(r)} for r in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"]))]
+
+
+def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    """One 1-10 label per problem of the run; unparsable replies go to *.failures.*."""
+    problems = list({r["id"]: {"id": r["id"], "question": r["question"], "expected": r["expected"]}
+                     for r in rows}.values())
+    result = label_difficulty(problems, _model_config(args), sampling=_sampling(args),
+                              scaling=ScalingConfig(concurrency=args.concurrency))
+    log.record("labeled", len(problems), len(result.labeled), failures=len(result.failures))
+    _save_apart(result.failures, out, "failures", args.format)
+    return sorted(result.labeled, key=lambda r: r["id"])
+
+
+SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "keep")
+PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
+BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
+COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
+            "difficulty": difficulty}
+
+
+def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
+    """Only the columns a step needs go to Ray (others may hold mixed types, e.g. `expected`)."""
+    return [{k: r.get(k) for k in names} for r in rows]
+
+
+def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
+    """Rows with `keep`: as scored by a RejectionSampling env, or judged now when the run
+    was scored by a plain env or `--min-readability` asks for another threshold."""
+    if rows and "keep" in rows[0] and min_readability is None:
+        return rows
+    threshold = 0.5 if min_readability is None else min_readability
+    return [{**r, **judge(float(r["score"]), r.get("generation") or "", min_readability=threshold)} for r in rows]
+
+
+def _model_config(args: argparse.Namespace) -> Any:
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from skyeval.config import CONF_DIR
+
+    path = CONF_DIR / "model_config" / f"{args.model}.yaml"
+    if not path.exists():
+        sys.exit(f"curate: no model config {args.model!r} in {path.parent}")
+    cfg = OmegaConf.merge(OmegaConf.load(path), OmegaConf.from_dotlist(args.set))
+    return instantiate(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True), _convert_="all")
+
+
+def _sampling(args: argparse.Namespace) -> SamplingParams:
+    return SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens)
+
+
+def _save_apart(rows: list[dict], out: Path, name: str, format: str) -> None:
+    if rows:
+        path = write_rows(rows, out.with_name(f"{out.stem}.{name}.{format}"), format)
+        print(f"{len(rows)} {name} rows in {path}")
+
+
+def _mean(values: Any) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        cmd = sub.add_parser(name)
+        cmd.add_argument("run_dir", help="a run folder written by `skyeval.cli evaluate` or `score`")
+        cmd.add_argument("--out", help="output file (default RUN_DIR/curated/<command>.<format>)")
+        cmd.add_argument("--format", choices=("jsonl", "json", "parquet"), default="jsonl")
+        if name in ("sft", "rewrite"):
+            cmd.add_argument("--min-readability", type=float, default=None,
+                             help="re-judge keep with this threshold (default: the run's keep, else 0.5)")
+        if name == "pairs":
+            cmd.add_argument("--silc", action="store_true", help="also pair short incorrect with longer correct")
+        if name == "best-of-n":
+            cmd.add_argument("--ks", default="1", help="comma-separated k of pass@k, e.g. 1,4")
+        if name in ("rewrite", "difficulty"):
+            cmd.add_argument("--model", required=True, help="a conf/model_config name: openai, vllm, ray, reference")
+            cmd.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="model config field")
+            cmd.add_argument("--temperature", type=float, default=0.0)
+            cmd.add_argument("--max-tokens", type=int, default=4096)
+            cmd.add_argument("--concurrency", type=int, default=64)
+    return parser
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Preference pairs (DPO/SimPO) from the scored samples of each question.
+
+Length of a response: its ``usage.completion_tokens`` when the backend reported it,
+else its length in characters. Correct: score >= 1. Ties in length go to the lower
+sample index. Per question:
+
+- ``shortest_longest`` (always): chosen = the shortest correct response, rejected = the
+  longest correct one, when the chosen is strictly shorter. Teaches brevity without
+  giving up correctness.
+- ``short_incorrect_long_correct`` (only with ``silc=True``): rejected = the shortest
+  *incorrect* response; chosen = the shortest correct response strictly *longer* than it
+  (SkyThought's "SILC" pairs). Teaches that being short is no excuse for being wrong.
+
+A pair row: ``id``, ``kind``, ``prompt`` (the stored prompt), ``chosen`` and ``rejected``
+(as ``[{"role": "assistant", "content": ...}]`` when the prompt is a message list, else
+plain text: TRL's conversational/standard formats), their ``*_length``, ``*_sample_idx``
+and ``*_score``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from skyeval.metrics import CORRECT
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+SHORTEST_LONGEST = "shortest_longest"
+SILC = "short_incorrect_long_correct"
+_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
+
+
+def response_length(row: dict[str, Any]) -> int:
+    """Completion tokens when known, else characters of the generation."""
+    usage = row.get("usage") or {}
+    tokens = usage.get("completion_tokens")
+    return int(tokens) if tokens is not None else len(row.get("generation") or "")
+
+
+def question_pairs(samples: list[dict[str, Any]], *, silc: bool = False) -> list[dict[str, Any]]:
+    """The preference pairs of one question's samples (see the module docstring)."""
+    ranked = sorted(samples, key=lambda s: (response_length(s), s["sample_idx"]))
+    correct = [s for s in ranked if float(s["score"]) >= CORRECT]
+    incorrect = [s for s in ranked if float(s["score"]) < CORRECT]
+    pairs = []
+    if correct:
+        shortest = correct[0]
+        longest = max(correct, key=lambda s: (response_length(s), -s["sample_idx"]))
+        if response_length(shortest) < response_length(longest):
+            pairs.append(_pair(SHORTEST_LONGEST, shortest, longest))
+    if silc and incorrect:
+        short_wrong = incorrect[0]
+        longer = [s for s in correct if response_length(s) > response_length(short_wrong)]
+        if longer:
+            pairs.append(_pair(SILC, longer[0], short_wrong))
+    return pairs
+
+
+def preference_pairs(ds: "ray.data.Dataset", *, silc: bool = False) -> "ray.data.Dataset":
+    """Pairs of every question of a scored Dataset (`groupby("id").map_groups`)."""
+    pairs = partial(_pairs_table, silc=silc)
+    return ds.select_columns(list(_COLUMNS)).groupby("id").map_groups(pairs, batch_format="pyarrow")
+
+
+def _pair(kind: str, chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
+    prompt = chosen["prompt"]
+    return {
+        "id": chosen["id"],
+        "kind": kind,
+        "prompt": prompt,
+        "chosen": _completion(prompt, chosen["generation"]),
+        "rejected": _completion(prompt, rejected["generation"]),
+        "chosen_length": response_length(chosen),
+        "rejected_length": response_length(rejected),
+        "chosen_sample_idx": chosen["sample_idx"],
+        "rejected_sample_idx": rejected["sample_idx"],
+        "chosen_score": float(chosen["score"]),
+        "rejected_score": float(rejected["score"]),
+    }
+
+
+def _completion(prompt: Any, text: str) -> Any:
+    return [{"role": "assistant", "content": text}] if isinstance(prompt, list) else text
+
+
+def _pairs_table(table: "pa.Table", *, silc: bool) -> "pa.Table":
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(question_pairs(table.to_pylist(), silc=silc))

@@ -1,0 +1,79 @@
+"""Reading a run folder as curation input, and writing curated datasets with a summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skyeval.results import RunFolder, key_of, read_jsonl, write_json, write_rows
+
+if TYPE_CHECKING:
+    import ray.data
+
+    from skyeval.envs.base import Env
+
+log = logging.getLogger("skyeval")
+
+
+def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """The scored samples of a run (scores/scores.jsonl), each with its prompt from
+    generations/generations.jsonl. Raises if the run was never scored."""
+    folder = RunFolder(run_dir)
+    if not folder.scores.exists():
+        raise FileNotFoundError(f"{folder.scores} not found: score the run first "
+                                f"(python -m skyeval.cli score run_dir={folder.path})")
+    prompts = {key_of(g): g.get("prompt") for g in read_jsonl(folder.generations)}
+    return [{**r, "prompt": prompts.get(key_of(r))} for r in read_jsonl(folder.scores)]
+
+
+def load_env(run_dir: str | os.PathLike) -> "Env":
+    """The env a run folder was made with (its config.yaml, `imports` honoured)."""
+    from omegaconf import OmegaConf
+
+    from skyeval.run import build_env, resolve
+
+    folder = RunFolder(run_dir)
+    if not folder.config.exists():
+        raise FileNotFoundError(f"{folder.path} is not a run folder (no config.yaml)")
+    return build_env(resolve(OmegaConf.load(folder.config)))
+
+
+def to_dataset(rows: list[dict[str, Any]]) -> "ray.data.Dataset":
+    """Rows as a Ray Dataset (starts local Ray if needed)."""
+    from skyeval.envs.base import _num_blocks
+    from skyeval.ray_session import ensure_ray
+
+    ensure_ray()
+    import ray.data
+
+    return ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))
+
+
+@dataclass
+class StepLog:
+    """Rows in and kept per curation step; printed and saved next to the dataset."""
+
+    command: str
+    source: str
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, step: str, rows_in: int, rows_kept: int, **extra: Any) -> None:
+        self.steps.append({"step": step, "rows_in": rows_in, "rows_kept": rows_kept, **extra})
+        log.info("%s: kept %d of %d rows", step, rows_kept, rows_in)
+
+    def save(self, rows: list[dict[str, Any]], out: Path, format: str = "jsonl") -> dict[str, Any]:
+        """Write the dataset and `<out stem>.summary.json`; print one line per step."""
+        write_rows(rows, out, format)
+        summary = {"command": self.command, "source": self.source, "output": str(out),
+                   "format": format, "rows": len(rows), "steps": self.steps}
+        write_json(out.with_name(out.stem + ".summary.json"), summary)
+        for step in self.steps:
+            extra = {k: v for k, v in step.items() if k not in ("step", "rows_in", "rows_kept")}
+            print(f"{step['step']:>18}: kept {step['rows_kept']} of {step['rows_in']}"
+                  + (f"  {json.dumps(extra)}" if extra else ""))
+        print(f"wrote {len(rows)} rows to {out}")
+        return summary

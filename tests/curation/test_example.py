@@ -1,0 +1,14 @@
+"""scripts/rejection_sampling_example.py runs offline on MATH-500 and writes ShareGPT rows."""
+
+import runpy
+
+from tests.conftest import REPO, read_jsonl
+
+
+def test_rejection_sampling_example(tmp_path, data_dir, ray_session):
+    example = runpy.run_path(str(REPO / "scripts" / "rejection_sampling_example.py"))
+    out = tmp_path / "sft.jsonl"
+    assert example["main"](limit=3, n=2, out=out) == 6  # gold solutions: correct and readable
+    rows = read_jsonl(out)
+    assert sorted(r["sample_idx"] for r in rows) == [0, 0, 0, 1, 1, 1]
+    assert all([t["from"] for t in r["conversations"]] == ["human", "gpt"] for r in rows)
