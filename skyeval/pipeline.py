@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
-from skyeval.envs.base import Env, _num_blocks, _ScoreRow
+from skyeval.envs.base import Env, _num_blocks
 from skyeval.metrics import per_problem, summarize
 from skyeval.results import Key, RunFolder, append_jsonl, key_of, read_jsonl, replace_jsonl
 
 log = logging.getLogger("skyeval")
 
 STAGES = ("evaluate", "generate", "score")
-_SCORE_DROP = ("prompt", "solution", "score_error")  # not repeated in score records
+_SCORE_DROP = ("prompt", "solution", "score_error", "tests_json")  # not repeated in score records
 
 
 @dataclass
@@ -163,7 +163,7 @@ def score_generations(env: Env, problems: list[dict], generations: Iterable[dict
 
     log.info("scoring %d samples", len(rows))
     start = time.monotonic()
-    scored_rows = ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows))).map(_ScoreRow(env)).take_all()
+    scored_rows = env.score(ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))).take_all()
     scored, failures = [], {}
     for row in scored_rows:
         if row.get("score_error"):
