@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import csv
+import difflib
 import re
+from pathlib import Path
 from typing import Any
 
 from skyeval.envs.base import Env
+from skyeval.envs.data import resolve_data_dir
 from skyeval.templates import BOXED_INSTRUCTION, Template
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
 
 
 class MathEnv(Env):
     """A row with a question, a final answer and (optionally) a worked solution.
 
     The `*_field` knobs name the columns; `expected` is the answer as a string (or a list
-    of acceptable answers)."""
+    of acceptable answers); `meta_fields` are copied into the problem as they are."""
 
     default_template = Template(messages=[{"role": "user", "content": "{question}\n" + BOXED_INSTRUCTION}])
 
@@ -23,12 +29,14 @@ class MathEnv(Env):
         answer_field: str = "answer",
         solution_field: str | None = "solution",
         id_field: str | None = None,
+        meta_fields: list[str] | None = None,
         timeout_s: float = 5.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.question_field, self.answer_field = question_field, answer_field
         self.solution_field, self.id_field = solution_field, id_field
+        self.meta_fields = list(meta_fields or [])
         self.timeout_s = timeout_s
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
@@ -37,9 +45,10 @@ class MathEnv(Env):
             "question": row[self.question_field],
             "expected": self.expected_of(row),
             "solution": row.get(self.solution_field) if self.solution_field else None,
+            **{field: row.get(field) for field in self.meta_fields},
         }
 
-    def expected_of(self, row: dict[str, Any]) -> str:
+    def expected_of(self, row: dict[str, Any]) -> str | list[str] | None:
         return _answer_str(row[self.answer_field])
 
     def reference_generation(self, problem: dict[str, Any]) -> str:
@@ -73,6 +82,168 @@ class GSM8KEnv(MathEnv):
             "expected": answer.strip().replace(",", ""),
             "solution": re.sub(r"<<[^>]*>>", "", rationale).strip(),
         }
+
+
+class AIME25Env(MathEnv):
+    """AIME 2025. Hub rows (`math-ai/aime25`: id, problem, answer), or locally MathArena's
+    contest folders (`local_files` globs them): `problems/<n>.tex` + `answers.csv`, read
+    into the same shape with ids like `2025_I_1`."""
+
+    def load_rows(self) -> list[dict[str, Any]]:
+        data_dir = resolve_data_dir(self.data_dir)
+        if data_dir is None or not self.local_files:
+            return super().load_rows()
+        patterns = [self.local_files] if isinstance(self.local_files, str) else self.local_files
+        folders = sorted(f for p in patterns for f in data_dir.glob(p) if (f / "answers.csv").exists())
+        if not folders:
+            raise FileNotFoundError(f"no MathArena contest folder (with answers.csv) matches {patterns} under {data_dir}")
+        return [row for folder in folders for row in _matharena_rows(folder)]
+
+
+def _matharena_rows(folder: Path) -> list[dict[str, Any]]:
+    """`aime_2025_I/` -> [{"id": "2025_I_1", "problem": <1.tex>, "answer": "70"}, ...]."""
+    contest = folder.name.removeprefix("aime_")
+    with open(folder / "answers.csv", newline="", encoding="utf-8") as f:
+        answers = sorted(csv.DictReader(f), key=lambda r: int(r["id"]))
+    return [
+        {
+            "id": f"{contest}_{a['id']}",
+            "problem": (folder / "problems" / f"{a['id']}.tex").read_text(encoding="utf-8").strip(),
+            "answer": a["answer"].strip(),
+        }
+        for a in answers
+    ]
+
+
+class BoxedAnswerEnv(MathEnv):
+    """Rows with a worked solution and no answer column: the expected answer is the last
+    `\\boxed{}` of the solution (Minerva Math, NuminaMath). None when there is none."""
+
+    def expected_of(self, row: dict[str, Any]) -> str | None:
+        return last_boxed(row.get(self.solution_field or "") or "")
+
+
+class OlympiadBenchEnv(MathEnv):
+    """OlympiadBench (text-only, open-ended): `context` is prepended to the question;
+    `final_answer` (a list) loses its `$` delimiters; unit and answer type become meta."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("id_field", "id")
+        super().__init__(**kwargs)
+
+    def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
+        context = (row.get("context") or "").strip()
+        return {
+            "id": str(row[self.id_field]) if self.id_field else str(index),
+            "question": f"{context}\n\n{row['question']}" if context else row["question"],
+            "expected": [_DOLLAR.sub("", a).strip() for a in row["final_answer"]],
+            "solution": (row.get("solution") or [None])[0],
+            "unit": row.get("unit"),
+            "answer_type": row.get("answer_type"),
+            "is_multiple_answer": bool(row.get("is_multiple_answer")),
+            "subfield": row.get("subfield"),
+        }
+
+
+NUMINA_SOURCES = (
+    "aops_forum", "amc_aime", "cn_k12", "gsm8k", "math", "olympiads", "orca_math", "synthetic_amc", "synthetic_math",
+)
+_LEVEL = re.compile(r"Level\s*(\d+)")
+_CHOICE_LABEL = re.compile(r"(?:\\(?:textbf|text|mathrm)\{\s*\(([A-E])\)\s*\}|\(([A-E])\))(?:\s|\\[ ,;:!]|~)*(.*)", re.S)
+
+
+class NuminaEnv(BoxedAnswerEnv):
+    """NuminaMath-CoT (training prompts): rows of one `source` (or "all") whose solution
+    has a `\\boxed{}` answer.
+
+    Difficulty: NuminaMath-CoT has no difficulty column. A row's difficulty is its
+    `difficulty` column when present (a number, e.g. from an annotated export), else the N
+    of a MATH-style `level` column ("Level 3"), else unknown. With `min_difficulty` or
+    `max_difficulty` set, only rows of known difficulty in [min, max] are kept; rows of
+    unknown difficulty are kept only under the default full range (both None).
+
+    `expected` is a list: the boxed answer, and for AMC-style boxes such as
+    `\\textbf{(B)}\\ 100` also the bare value ("100") and the letter ("B")."""
+
+    def __init__(
+        self,
+        source: str = "all",
+        min_difficulty: float | None = None,
+        max_difficulty: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        check_knob("numina source", source, ("all", *NUMINA_SOURCES))
+        kwargs.setdefault("meta_fields", ["source"])
+        super().__init__(**kwargs)
+        self.source, self.min_difficulty, self.max_difficulty = source, min_difficulty, max_difficulty
+
+    def expected_of(self, row: dict[str, Any]) -> list[str] | None:
+        boxed = super().expected_of(row)
+        return None if boxed is None else answer_forms(boxed)
+
+    def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
+        return {**super().to_problem(row, index), "difficulty": difficulty_of(row)}
+
+    def keep(self, problem: dict[str, Any]) -> bool:
+        if problem["expected"] is None or self.source not in ("all", problem["source"]):
+            return False
+        if self.min_difficulty is None and self.max_difficulty is None:
+            return True
+        level = problem["difficulty"]
+        return (
+            level is not None
+            and (self.min_difficulty is None or level >= self.min_difficulty)
+            and (self.max_difficulty is None or level <= self.max_difficulty)
+        )
+
+    def load_problems(self) -> list[dict[str, Any]]:
+        problems = super().load_problems()
+        if not problems and (self.min_difficulty is not None or self.max_difficulty is not None):
+            raise ValueError(
+                "numina: no row in the difficulty range; NuminaMath-CoT has no difficulty column, so "
+                "min_difficulty/max_difficulty need rows with a `difficulty` or MATH `level` column"
+            )
+        return problems
+
+
+def check_knob(knob: str, value: Any, valid: tuple[str, ...]) -> None:
+    """Raise a ValueError naming the closest and all valid values when `value` is not one."""
+    if value not in valid:
+        close = difflib.get_close_matches(str(value), valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown {knob} {value!r}.{hint} Valid: {', '.join(valid)}")
+
+
+def answer_forms(boxed: str) -> list[str]:
+    """`\\textbf{(B)}\\ 100` -> [it, "100", "B"]; any other answer -> [answer]."""
+    match = _CHOICE_LABEL.fullmatch(boxed)
+    if match is None:
+        return [boxed]
+    value = match.group(3).strip().rstrip(".").strip()
+    return list(dict.fromkeys(form for form in (boxed, value, match.group(1) or match.group(2)) if form))
+
+
+def difficulty_of(row: dict[str, Any]) -> float | None:
+    """A row's `difficulty` column, else N of a `level` column "Level N", else None."""
+    value = row.get("difficulty")
+    if value not in (None, ""):
+        return float(value)
+    match = _LEVEL.search(str(row.get("level") or ""))
+    return float(match.group(1)) if match else None
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last balanced, non-empty `\\boxed{...}` in `text`, or None."""
+    for match in reversed(list(re.finditer(r"\\boxed\{", text))):
+        depth = 1
+        for end in range(match.end(), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                content = text[match.end() : end].strip()
+                if content:
+                    return content
+                break
+    return None
 
 
 def _answer_str(value: Any) -> str:

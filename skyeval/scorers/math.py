@@ -56,9 +56,13 @@ def score_math(
     golds = [g for g in map(normalize_answer, _as_list(expected)) if g]
     if extracted is None or not golds or len(extracted) > MAX_ANSWER_CHARS:
         return result
+    answer = normalize_answer(extracted)
+    if answer and answer in golds:  # identical text: no need to parse (and no time-out risk)
+        result["score"] = 1.0
+        return result
     try:
         correct = call_with_time_limit(
-            _verify_any, golds, normalize_answer(extracted), timeout_s=timeout_s, warmup=_warm_math_verify
+            _verify_any, golds, answer, timeout_s=timeout_s, warmup=_warm_math_verify
         )
     except TimeLimitExceeded:
         result["timed_out"] = True
@@ -91,7 +95,7 @@ def normalize_answer(answer: str | int | float) -> str:
 _WRAPPER = r"\\(?:textbf|mathbf|text|mathrm)"
 _WRAPPED_LABEL = re.compile(_WRAPPER + r"\{\s*(\([A-E]\))\s*\}")  # \textbf{(C) } -> (C)
 _WRAPPED_ALL = re.compile("^" + _WRAPPER + r"\{([^{}]*)\}$")  # \textbf{(073)} -> (073)
-_OPTION_LABEL = re.compile(r"^\([A-E]\)(?:\s|~|\\q?quad)*(?=\S)")
+_OPTION_LABEL = re.compile(r"^\([A-E]\)(?:\s|~|\\q?quad|\\[ ,;:!])*(?=\S)")
 _PAREN_NUMBER = re.compile(r"^\((\d+)\)$")
 
 

@@ -1,0 +1,69 @@
+"""Scoring throughput: skyeval's parallel `env.score(ds)` vs a single-process math-verify loop.
+
+MATH-500's reference solutions are repeated to --items items (default 4000) and scored
+both ways in one run: skyeval's Ray Data stage (`Env.score`, every core; Ray start-up,
+dataset creation and one warm-up pass that imports math-verify in the workers happen
+before timing; the result is materialised with `take_all()`), and a plain loop of
+`math_verify.parse` + `verify` in this process (imported and warmed up before timing).
+Prints items/s of each, their accuracies and the ratio. Target: >= 1.6x on 2 cores.
+
+    SKYEVAL_DATA_DIR=../shared/data python scripts/bench_scoring.py --items 4000
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+from skyeval import SkyEnvBuilder
+
+
+def skyeval_rate(env, items: list[dict]) -> tuple[float, float]:
+    """(items/s, accuracy) of `env.score` over a Ray Dataset of `items`."""
+    import ray.data
+
+    from skyeval.envs.base import _num_blocks
+    from skyeval.ray_session import ensure_ray
+
+    ensure_ray()
+    env.score(ray.data.from_items(items[:64], override_num_blocks=_num_blocks(64))).take_all()  # warm-up
+    ds = ray.data.from_items(items, override_num_blocks=_num_blocks(len(items))).materialize()
+    start = time.perf_counter()
+    rows = env.score(ds).take_all()
+    elapsed = time.perf_counter() - start
+    return len(rows) / elapsed, sum(r["score"] or 0.0 for r in rows) / len(rows)
+
+
+def math_verify_rate(items: list[dict]) -> tuple[float, float]:
+    """(items/s, accuracy) of a single-process `parse` + `verify` loop."""
+    from math_verify import parse, verify
+
+    verify(parse("$1$"), parse("\\boxed{1}"))  # warm-up: lazy imports inside math-verify
+    start = time.perf_counter()
+    correct = sum(bool(verify(parse(f"\\boxed{{{it['expected']}}}"), parse(it["generation"]))) for it in items)
+    elapsed = time.perf_counter() - start
+    return len(items) / elapsed, correct / len(items)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=4000)
+    args = parser.parse_args()
+
+    env = SkyEnvBuilder.build("math500")
+    problems = env.load_problems()
+    items = [{**p, "generation": env.reference_generation(p)} for p in problems]
+    items = (items * math.ceil(args.items / len(items)))[: args.items]
+
+    base_rate, base_acc = math_verify_rate(items)
+    sky_rate, sky_acc = skyeval_rate(env, items)
+    print(f"items: {len(items)} (MATH-500 reference solutions), cores: {os.cpu_count()}")
+    print(f"math-verify loop (1 process): {base_rate:8.1f} items/s  accuracy {base_acc:.4f}")
+    print(f"skyeval env.score (Ray Data): {sky_rate:8.1f} items/s  accuracy {sky_acc:.4f}")
+    print(f"ratio skyeval / math-verify:  {sky_rate / base_rate:8.2f}x  (target >= 1.6x on 2 cores)")
+
+
+if __name__ == "__main__":
+    main()
