@@ -147,3 +147,14 @@ def test_missing_api_key_is_a_clear_error(tmp_path, data_dir):
                            "model_config.model_source=gpt-4o-mini"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "OPENAI_API_KEY" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unreachable_endpoint_is_a_clear_error_before_any_work(tmp_path, data_dir):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_cli(*cli_args(f"http://127.0.0.1:{port}/v1", tmp_path / "out", 3), cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "cannot reach" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out" / "run" / "generations").exists()

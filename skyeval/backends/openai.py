@@ -19,6 +19,7 @@ import os
 import queue
 import random
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -72,10 +73,12 @@ class HTTPConfig:
 
     def build(self, scaling: ScalingConfig | None = None) -> OpenAIBackend:
         scaling = scaling or ScalingConfig()
+        api_key = read_api_key(self.api_key_env, self.api_url)
+        check_reachable(self.api_url)
         return OpenAIBackend(
             self.model_source,
             self.api_url,
-            read_api_key(self.api_key_env, self.api_url),
+            api_key,
             concurrency=scaling.concurrency,
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
@@ -84,6 +87,19 @@ class HTTPConfig:
             fan_out_n=self.fan_out_n,
             reasoning_model=self.reasoning_model,
         )
+
+
+def check_reachable(api_url: str, timeout_s: float = 10.0) -> None:
+    """Fail early, before any sample is sent, when nothing listens at `api_url`'s host
+    (a TCP connect: costs no API call). Servers that answer with errors are left to the
+    retry loop."""
+    parts = urlsplit(api_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as err:
+        raise ConnectionError(f"cannot reach {api_url} ({parts.hostname}:{port}): {err}. "
+                              "Check model_config.api_url and that the server is up.") from None
 
 
 def read_api_key(env_var: str | None, api_url: str) -> str | None:

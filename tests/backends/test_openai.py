@@ -15,7 +15,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams
-from skyeval.backends.openai import HTTPConfig, OpenAIBackend
+from skyeval.backends.openai import HTTPConfig, OpenAIBackend, read_api_key
 
 from .fault_server import Fault, FaultServer
 
@@ -228,11 +228,14 @@ def test_missing_key_error_names_variable(server, monkeypatch):
     remote = HTTPConfig("m", api_url="https://api.example.com/v1", api_key_env="SKYEVAL_TEST_KEY")
     with pytest.raises(ValueError, match="SKYEVAL_TEST_KEY"):
         remote.build()
-    for config in (HTTPConfig("m", server.url, "SKYEVAL_TEST_KEY"), HTTPConfig("m", remote.api_url, None)):
-        config.build().close()  # loopback, or no key wanted: fine
+    HTTPConfig("m", server.url, "SKYEVAL_TEST_KEY").build().close()  # loopback: no key needed
+    with pytest.raises(ConnectionError, match="cannot reach"):  # no key wanted; host unreachable offline
+        HTTPConfig("m", remote.api_url, None).build()
     monkeypatch.setenv("SKYEVAL_TEST_KEY", "sk-from-env")
-    backend = remote.build()
+    assert read_api_key("SKYEVAL_TEST_KEY", remote.api_url) == "sk-from-env"
+    backend = HTTPConfig("m", server.url, "SKYEVAL_TEST_KEY").build()
     assert backend._api_key == "sk-from-env" and "sk-from-env" not in repr(backend.describe())
+    backend.close()
 
 
 def test_yaml_config_instantiates(server):
