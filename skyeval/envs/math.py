@@ -10,6 +10,7 @@ from typing import Any
 
 from skyeval.envs.base import Env
 from skyeval.envs.data import resolve_data_dir
+from skyeval.scorers.math import last_boxed
 from skyeval.templates import BOXED_INSTRUCTION, Template
 
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -230,20 +231,6 @@ def difficulty_of(row: dict[str, Any]) -> float | None:
         return float(value)
     match = _LEVEL.search(str(row.get("level") or ""))
     return float(match.group(1)) if match else None
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last balanced, non-empty `\\boxed{...}` in `text`, or None."""
-    for match in reversed(list(re.finditer(r"\\boxed\{", text))):
-        depth = 1
-        for end in range(match.end(), len(text)):
-            depth += {"{": 1, "}": -1}.get(text[end], 0)
-            if depth == 0:
-                content = text[match.end() : end].strip()
-                if content:
-                    return content
-                break
-    return None
 
 
 def _answer_str(value: Any) -> str:

@@ -36,7 +36,7 @@ _PERCENT = re.compile(r"\\?%$")
 def extract_math_answer(generation: str) -> str | None:
     """Return the final answer string of ``generation``, or None if none is found."""
     tail = generation[-TAIL_CHARS:]
-    for extract in (_last_boxed, _last_gsm8k, _last_answer_phrase, _last_number):
+    for extract in (last_boxed, _last_gsm8k, _last_answer_phrase, _last_number):
         answer = extract(tail)
         if answer:
             return answer
@@ -114,7 +114,7 @@ def _as_list(expected: str | int | float | list[str]) -> list[str | int | float]
     return list(expected) if isinstance(expected, (list, tuple)) else [expected]
 
 
-def _last_boxed(text: str) -> str | None:
+def last_boxed(text: str) -> str | None:
     """Content of the last balanced ``\\boxed{...}``/``\\fbox{...}`` (or ``\\boxed x``)."""
     closing = _matching_braces(text)
     for match in reversed(list(_BOXED.finditer(text))):
