@@ -35,7 +35,7 @@ test: install install-vllm ## Run the whole test suite (what CI runs)
 test-fast: install ## Run the tests that need no vLLM engine
 	$(PY) -m pytest -q -m "not slow"
 
-bench: install ## Print the speed ratios of scripts/bench_*.py
+bench: install install-vllm ## Print the speed ratios of scripts/bench_*.py
 	for b in scripts/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean: ## Remove outputs/ and caches
