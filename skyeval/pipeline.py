@@ -47,10 +47,17 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-    problems = env.load_problems()
     n = env.sampling.n
+    bad_rows: dict[Key, dict[str, Any]] = {}
+
+    def bad_row(index: int, err: Exception) -> None:
+        log.warning("row %d of %s is malformed: %s: %s", index, env.name, type(err).__name__, err)
+        for i in range(n):
+            bad_rows[(f"row-{index}", i)] = failure(f"row-{index}", i, "load", type(err).__name__, str(err), row_index=index)
+
+    problems = env.load_problems(on_error=bad_row)
     generations = _current({key_of(r): r for r in read_jsonl(folder.generations)}, problems, n)
-    earlier = {key_of(r): r for r in read_jsonl(folder.failures) if r.get("stage") != "score"}
+    earlier = {key_of(r): r for r in read_jsonl(folder.failures) if r.get("stage") not in ("load", "score")}
     if retry_failures and earlier:
         log.info("retrying %d failed samples", len(earlier))
         earlier = {}
@@ -58,8 +65,9 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     if resumed:
         log.info("resuming: %d of %d samples already generated", resumed, len(problems) * n)
 
-    outcome = Outcome(problems=len(problems), samples=len(problems) * n, generated=0, resumed_samples=resumed)
-    new_failures: dict[Key, dict[str, Any]] = {}
+    total = len(problems) + len(bad_rows) // max(n, 1)
+    outcome = Outcome(problems=total, samples=total * n, generated=0, resumed_samples=resumed)
+    new_failures: dict[Key, dict[str, Any]] = dict(bad_rows)
     if stage != "score":
         requests, template_failures = _plan(env, problems, n, set(generations) | set(earlier))
         new_failures.update(template_failures)

