@@ -44,6 +44,8 @@ _REJECTED_PARAM = re.compile(
     r"(?:unsupported parameter|unsupported value|unrecognized request argument supplied)\W+(\w+)",
     re.IGNORECASE,
 )
+# vLLM's server: "n must be 1 when using greedy sampling" (temperature 0).
+_N_MUST_BE_ONE = re.compile(r"\bn must be 1\b", re.IGNORECASE)
 _DROPPABLE = frozenset({  # what a 400 "unsupported parameter" may make us stop sending
     "n", "temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "seed", "stop",
     "continue_final_message", "add_generation_prompt",
@@ -513,6 +515,8 @@ def _rejected_param(exc: Exception) -> str | None:
         return None
     if exc.code in ("unsupported_parameter", "unsupported_value") and exc.param:
         return exc.param
+    if _N_MUST_BE_ONE.search(exc.message):
+        return "n"
     match = _REJECTED_PARAM.search(exc.message)
     return match.group(1) if match else None
 
