@@ -209,15 +209,16 @@ def _kill_all(pid: int, uid: int | None) -> None:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if uid is not None and _has_processes(uid):  # kill(-1) as that uid reaches children that left the group
+    if uid is not None and _has_processes(uid, besides=pid):  # kill(-1) as that uid reaches children that left the group
         subprocess.run([_KILL, "-9", "-1"], user=uid, group=uid, extra_groups=[],
                        env=_ENV, capture_output=True, check=False)
 
 
-def _has_processes(uid: int) -> bool:
-    """Whether any process still runs as `uid` (a stat per /proc entry: ~1 ms)."""
+def _has_processes(uid: int, besides: int) -> bool:
+    """Whether a process other than `besides` (the run's own, perhaps not yet reaped)
+    still runs as `uid` (a stat per /proc entry: ~1 ms)."""
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if entry.name.isdigit() and int(entry.name) != besides:
             try:
                 if entry.stat().st_uid == uid:
                     return True
