@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=64)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
 
     model = args.model
@@ -81,13 +81,16 @@ def main() -> None:
 
     totals = {"raw": [0.0, 0], "skyeval": [0.0, 0]}
     same = True
-    for _ in range(args.repeats):
-        raw_s, raw_tokens, raw_texts = run_raw(backend.llm, requests, sampling)
-        sky_s, sky_tokens, sky_texts = run_skyeval(backend, requests, sampling)
-        same &= raw_texts == sky_texts
-        for name, (seconds, tokens) in (("raw", (raw_s, raw_tokens)), ("skyeval", (sky_s, sky_tokens))):
+    runners = {"raw": lambda: run_raw(backend.llm, requests, sampling),
+               "skyeval": lambda: run_skyeval(backend, requests, sampling)}
+    for repeat in range(args.repeats):
+        order = ["raw", "skyeval"] if repeat % 2 == 0 else ["skyeval", "raw"]  # neither always goes first
+        texts = {}
+        for name in order:
+            seconds, tokens, texts[name] = runners[name]()
             totals[name][0] += seconds
             totals[name][1] += tokens
+        same &= texts["raw"] == texts["skyeval"]
     rates = {name: tokens / seconds for name, (seconds, tokens) in totals.items()}
     print(json.dumps({
         **backend.describe(),
