@@ -24,11 +24,9 @@ from pathlib import Path
 
 
 def skyeval_ray(env, items: list[dict]) -> tuple[float, int]:
-    import ray.data
+    from skyeval.ray_session import dataset_of
 
-    from skyeval.envs.base import _num_blocks
-
-    ds = ray.data.from_items(items, override_num_blocks=_num_blocks(len(items)))
+    ds = dataset_of(items)
     start = time.monotonic()
     rows = env.score(ds).take_all()
     return time.monotonic() - start, sum(bool(r["passed"]) for r in rows)

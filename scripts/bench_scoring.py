@@ -28,14 +28,10 @@ from skyeval import SkyEnvBuilder
 
 def skyeval_rate(env, items: list[dict]) -> tuple[float, float]:
     """(items/s, accuracy) of `env.score` over a Ray Dataset of `items`."""
-    import ray.data
+    from skyeval.ray_session import dataset_of
 
-    from skyeval.envs.base import _num_blocks
-    from skyeval.ray_session import ensure_ray
-
-    ensure_ray()
-    env.score(ray.data.from_items(items[:64], override_num_blocks=_num_blocks(64))).take_all()  # warm-up
-    ds = ray.data.from_items(items, override_num_blocks=_num_blocks(len(items))).materialize()
+    env.score(dataset_of(items[:64])).take_all()  # warm-up: starts Ray and imports math-verify in workers
+    ds = dataset_of(items).materialize()
     start = time.perf_counter()
     rows = env.score(ds).take_all()
     elapsed = time.perf_counter() - start

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
-from skyeval.envs.base import Env, _num_blocks
+from skyeval.envs.base import Env
 from skyeval.metrics import per_problem, summarize
 from skyeval.results import Key, RunFolder, append_jsonl, key_of, read_jsonl, replace_jsonl
 
@@ -164,14 +164,11 @@ def score_generations(env: Env, problems: list[dict], generations: Iterable[dict
     rows = [{**by_id[g["id"]], **g} for g in generations]
     if not rows:
         return [], {}
-    from skyeval.ray_session import ensure_ray
-
-    ensure_ray()
-    import ray.data
+    from skyeval.ray_session import dataset_of
 
     log.info("scoring %d samples", len(rows))
     start = time.monotonic()
-    scored_rows = env.score(ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))).take_all()
+    scored_rows = env.score(dataset_of(rows)).take_all()
     scored, failures = [], {}
     for row in scored_rows:
         if row.get("score_error"):

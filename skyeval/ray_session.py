@@ -5,6 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ray.data
 
 log = logging.getLogger(__name__)
 
@@ -33,3 +37,13 @@ def _quiet_ray_data() -> None:
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
+def dataset_of(rows: list[dict[str, Any]]) -> "ray.data.Dataset":
+    """Rows as a Ray Dataset (Ray started if needed), in enough blocks to use every core
+    and few enough to keep Ray's per-block cost small."""
+    ensure_ray()
+    import ray.data
+
+    blocks = max(1, min(len(rows), 4 * (os.cpu_count() or 1)))
+    return ray.data.from_items(rows, override_num_blocks=blocks)

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skyeval.ray_session import dataset_of as to_dataset  # noqa: F401 (re-exported)
 from skyeval.results import RunFolder, key_of, read_jsonl, write_json, write_rows
 
 if TYPE_CHECKING:
-    import ray.data
-
     from skyeval.envs.base import Env
 
 log = logging.getLogger("skyeval")
@@ -40,17 +39,6 @@ def load_env(run_dir: str | os.PathLike) -> "Env":
     if not folder.config.exists():
         raise FileNotFoundError(f"{folder.path} is not a run folder (no config.yaml)")
     return build_env(resolve(OmegaConf.load(folder.config)))
-
-
-def to_dataset(rows: list[dict[str, Any]]) -> "ray.data.Dataset":
-    """Rows as a Ray Dataset (starts local Ray if needed)."""
-    from skyeval.envs.base import _num_blocks
-    from skyeval.ray_session import ensure_ray
-
-    ensure_ray()
-    import ray.data
-
-    return ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))
 
 
 @dataclass

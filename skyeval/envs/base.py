@@ -97,13 +97,9 @@ class Env:
 
     def read_dataset(self) -> "ray.data.Dataset":
         """The problems as a Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work)."""
-        from skyeval.ray_session import ensure_ray
+        from skyeval.ray_session import dataset_of
 
-        ensure_ray()
-        import ray.data
-
-        problems = self.load_problems()
-        return ray.data.from_items(problems, override_num_blocks=_num_blocks(len(problems)))
+        return dataset_of(self.load_problems())
 
     # ---- prompting and generation -----------------------------------------------------
     def setup(
@@ -151,13 +147,13 @@ class Env:
 
     def generate(self, ds: "ray.data.Dataset") -> "ray.data.Dataset":
         """One row per sample: the problem's fields plus `sample_idx`, `generation`, ..."""
-        import ray.data
+        from skyeval.ray_session import dataset_of
 
         problems = {p["id"]: p for p in map(self._templated, ds.take_all())}
         rows = [
             {**problems[r.id], **r.to_dict()} for r in self.stream_generations(list(problems.values()))
         ]
-        return ray.data.from_items(rows, override_num_blocks=_num_blocks(len(rows)))
+        return dataset_of(rows)
 
     def _templated(self, item: dict[str, Any]) -> dict[str, Any]:
         return item if "prompt" in item else self.apply_prompt_template_on_item(item)
@@ -194,7 +190,3 @@ class _ScoreRow:
         except Exception as err:  # noqa: BLE001 - recorded as a failure by the pipeline
             return {**row, "score": None, "score_error": f"{type(err).__name__}: {err}"}
 
-
-def _num_blocks(rows: int) -> int:
-    """Enough blocks to use every core, few enough to keep Ray's per-block cost small."""
-    return max(1, min(rows, 4 * (os.cpu_count() or 1)))
