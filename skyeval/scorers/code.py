@@ -8,14 +8,15 @@ with a per-run random marker that it reads from stdin before the program runs.
 
 from __future__ import annotations
 
-import json
+import ast
 import logging
+import marshal
 import math
 import re
 import secrets
 from typing import Any
 
-from skyeval.scorers.sandbox import RunResult, SandboxLimits, run_program
+from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, run_program
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +38,10 @@ LEETCODE_PRELUDE = "".join(f"from {m} import *\n" for m in (*_MODULES, "builtins
 )
 
 # Runs inside the sandbox (the system Python 3): reads the marker from stdin, loads
-# spec.json, runs the program, then each test, reporting one tagged line per test.
+# spec.marshal, runs the program, then each test, reporting one tagged line (a Python
+# literal) per test. It imports no json/re: those would add ~10 ms to every run.
 HARNESS = r'''
-import json, math, os, sys
+import marshal, math, os, sys
 
 def _same(got, want):
     if isinstance(got, bool) or isinstance(want, bool):
@@ -53,6 +55,7 @@ def _same(got, want):
     return type(got) is type(want) and got == want
 
 def _matches(got, want):
+    import json
     try:
         got = json.loads(json.dumps(got))
     except (TypeError, ValueError):
@@ -83,10 +86,10 @@ def _main():
     marker = sys.stdin.readline().strip()
     out = os.fdopen(os.dup(1), "w")
     def report(**record):
-        out.write("\n" + marker + json.dumps(record) + "\n")
+        out.write("\n" + marker + repr(record) + "\n")
         out.flush()
-    with open("spec.json") as f:
-        spec = json.load(f)
+    with open("spec.marshal", "rb") as f:
+        spec = marshal.load(f)
     run = {"call": _call, "functional": _functional, "asserts": _asserts}[spec["type"]]
     try:
         code = compile(spec["source"], "solution.py", "exec")
@@ -188,7 +191,7 @@ def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool) -> t
 
 
 def _harness_spec(code: str, tests: dict, stop: bool) -> dict[str, Any]:
-    """What the in-sandbox harness reads from spec.json."""
+    """What the in-sandbox harness reads from spec.marshal."""
     kind = tests["type"]
     spec: dict[str, Any] = {"type": kind, "stop": stop, "source": code, "header": ""}
     if kind == "call":
@@ -210,8 +213,9 @@ def _score_harness(
     """Run all tests in one sandboxed harness; return reported kinds, test count, timeout flag."""
     spec = _harness_spec(code, tests, stop)
     marker = f"@@skyeval-{secrets.token_hex(16)}@@"
-    run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.json": json.dumps(spec)})
-    records = [json.loads(line.split(marker, 1)[1]) for line in run.stdout.splitlines() if marker in line]
+    # marshal format 4 holds plain data the same way on every Python 3 since 3.4
+    run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": marshal.dumps(spec, 4)})
+    records = [ast.literal_eval(line.split(marker, 1)[1]) for line in run.stdout.splitlines() if marker in line]
     if errors := [r["error"] for r in records if r.get("error")]:
         logger.debug("first test error: %s", errors[0])
     if any("compile_error" in r for r in records):
@@ -254,7 +258,11 @@ def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bo
 
 def score_code(generation: str, tests: dict, *, limits: SandboxLimits | None = None,
                stop_at_first_failure: bool = True, starter_code: str | None = None) -> dict:
-    """Score a generation against `tests` (stdin/call/functional/asserts); never raises."""
+    """Score a generation against `tests` (stdin/call/functional/asserts).
+
+    Whatever the program does gives a verdict; only a sandbox that cannot be set up
+    raises (`SandboxSetupError`), so the sample is a scoring failure, not a wrong answer.
+    """
     code = extract_code(generation)
     try:
         if code is None:
@@ -268,6 +276,8 @@ def score_code(generation: str, tests: dict, *, limits: SandboxLimits | None = N
             raise ValueError(f"unknown test type {tests['type']!r}")
         kinds, total, timed_out = _score_harness(program, tests, limits, stop_at_first_failure)
         return _result(code, kinds, total, timed_out)
+    except SandboxSetupError:
+        raise
     except Exception:
         logger.exception("code scoring failed; counted as a runtime error")
         return _result(code, ["runtime_error"], _count(tests), False)

@@ -7,7 +7,6 @@ namespace (private /tmp) and a distinct unprivileged uid. See docs/sandbox.md.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import math
@@ -21,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +27,8 @@ logger = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 _KILL = "/bin/kill"
-_CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 _UID_BASE = 1_000_000_000
@@ -40,7 +36,6 @@ _SLOTS = 64
 _CHUNK = 1 << 16
 _EXIT_GRACE_S = 1.0
 _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass
@@ -74,23 +69,105 @@ class _Host:
     mountns: bool
 
 
-def _unshare(flags: int) -> None:
-    if _libc.unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), "unshare failed")
-
-
-def _mount(source: str, target: str, flags: int) -> None:
-    if _libc.mount(source.encode(), target.encode(), None, flags, None) != 0:
-        raise OSError(ctypes.get_errno(), f"mount {target} failed")
-
-
-def _probe(python: str, preexec: Callable[[], None]) -> bool:
+# Runs first in the sandboxed interpreter (as the scorer's user, before any program code):
+# enter the namespaces, set rlimits, drop to the sandbox uid, write b"1" to the ready pipe
+# (fd in argv[1]) and close it, then run main.py in this same interpreter. Doing this
+# after exec rather than in a preexec_fn lets Popen vfork: a large scorer process (a Ray
+# worker) is never copied per run.
+_BOOTSTRAP = r"""
+def _boot(net_flags, private_dirs, rlimits, uid):
+    import os, resource, sys
+    CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 0x40000
+    if net_flags or private_dirs:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def call(ret, what):
+            if ret != 0:
+                raise OSError(ctypes.get_errno(), what + " failed")
+        if net_flags:
+            call(libc.unshare(net_flags), "unshare")
+        if private_dirs:
+            call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+            call(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / rprivate")
+            for target in private_dirs:
+                if os.path.isdir(target):  # each shows the work dir (the cwd)
+                    call(libc.mount(b".", target.encode(), None, MS_BIND, None), "bind " + target)
+            os.chdir(private_dirs[0])  # the work dir's old path is now hidden
+    for name, soft, hard in rlimits:
+        resource.setrlimit(name, (soft, hard))
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    ready = int(sys.argv[1])
+    os.write(ready, b"1")
+    os.close(ready)
+    sys.argv[:] = ["main.py"]
+    with open("main.py") as f:
+        source = f.read()
     try:
-        subprocess.run([python, "-c", "pass"], preexec_fn=preexec, env=_ENV, check=True,
-                       cwd=tempfile.gettempdir(), capture_output=True, timeout=30)
+        code = compile(source, "main.py", "exec")
+    except (SyntaxError, ValueError) as exc:  # reported as `python main.py` would
+        import traceback
+        sys.stderr.write("".join(traceback.format_exception_only(exc)))
+        sys.exit(1)
+    del globals()["_boot"]
+    globals()["__file__"] = "main.py"
+    return code
+"""
+
+
+def _command(python: str, net_flags: int, private_tmp: bool, limits: SandboxLimits | None,
+             uid: int | None) -> list[str]:
+    """argv that sets up the sandbox in the new interpreter and runs ./main.py."""
+    rlimits = []
+    if limits is not None:
+        cpu = max(1, math.ceil(limits.cpu_s))
+        rlimits = [
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_AS, limits.memory_mb << 20, limits.memory_mb << 20),
+            (resource.RLIMIT_FSIZE, limits.max_output_bytes, limits.max_output_bytes),
+            (resource.RLIMIT_NPROC, limits.max_processes, limits.max_processes),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+    config = (net_flags, _PRIVATE_DIRS if private_tmp else (), rlimits, uid)
+    return [python, "-E", "-s", "-B", "-c", f"{_BOOTSTRAP}exec(_boot(*{config!r}))\n"]
+
+
+class SandboxSetupError(RuntimeError):
+    """The sandbox could not be set up (so the program never ran)."""
+
+
+def _spawn(argv: list[str], workdir: Path) -> tuple[subprocess.Popen, int]:
+    """Start `argv` + [ready fd] in its own session; returns it and the ready pipe's read end."""
+    ready_r, ready_w = os.pipe()
+    try:
+        proc = subprocess.Popen([*argv, str(ready_w)], cwd=workdir, env=_ENV, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                pass_fds=(ready_w,))
+    except BaseException:
+        os.close(ready_r)
+        raise
+    finally:
+        os.close(ready_w)
+    return proc, ready_r
+
+
+def _probe(python: str, net_flags: int, private_tmp: bool) -> bool:
+    workdir = Path(tempfile.mkdtemp(prefix="skyeval-probe-"))
+    try:
+        (workdir / "main.py").write_text("")
+        proc, ready = _spawn(_command(python, net_flags, private_tmp, None, None), workdir)
+        try:
+            proc.communicate(timeout=30)
+            return proc.returncode == 0 and os.read(ready, 1) == b"1"
+        finally:
+            proc.kill()  # a no-op once it has exited
+            os.close(ready)
     except (subprocess.SubprocessError, OSError):
         return False
-    return True
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @functools.cache
@@ -101,8 +178,8 @@ def _host() -> _Host:
     if root and not drop_uid:
         logger.warning("%s or %s missing: sandboxed programs run as root", SYSTEM_PYTHON, _KILL)
     net_flags = _CLONE_NEWNET if root else _CLONE_NEWUSER | _CLONE_NEWNET
-    netns = _probe(python, lambda: _unshare(net_flags))
-    mountns = root and _probe(python, _private_mounts)
+    netns = _probe(python, net_flags, False)
+    mountns = root and _probe(python, 0, True)
     host = _Host(python, drop_uid, netns, mountns)
     logger.info("sandbox protections on this host: %s", _protections(host))
     return host
@@ -123,16 +200,6 @@ def _protections(host: _Host) -> dict[str, bool]:
 def active_protections() -> dict[str, bool]:
     """Which protections hold on this host (probed once per process)."""
     return _protections(_host())
-
-
-def _private_mounts() -> None:
-    """Enter a mount namespace where the world-writable dirs all show the cwd (the work dir)."""
-    _unshare(_CLONE_NEWNS)
-    _mount("none", "/", _MS_REC | _MS_PRIVATE)
-    for target in _PRIVATE_DIRS:
-        if os.path.isdir(target):
-            _mount(".", target, _MS_BIND)
-    os.chdir(_PRIVATE_DIRS[0])  # the old path of the work dir is now hidden
 
 
 class _UidPool:
@@ -160,42 +227,13 @@ _uids = _UidPool()
 os.register_at_fork(after_in_child=_uids.reset)
 
 
-def _preexec(limits: SandboxLimits, host: _Host, uid: int | None) -> Callable[[], None]:
-    """Build the child-side setup; it runs after setsid() and chdir(), before exec."""
-    flags = _CLONE_NEWNET if host.netns and not limits.network else 0
-    if flags and not host.drop_uid:
-        flags |= _CLONE_NEWUSER
-    cpu = max(1, math.ceil(limits.cpu_s))
-    rlimits = [
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (limits.memory_mb << 20,) * 2),
-        (resource.RLIMIT_FSIZE, (limits.max_output_bytes,) * 2),
-        (resource.RLIMIT_NPROC, (limits.max_processes,) * 2),
-        (resource.RLIMIT_CORE, (0, 0)),
-    ]
-
-    def setup() -> None:
-        if flags:
-            _unshare(flags)
-        if host.mountns:
-            _private_mounts()
-        for name, value in rlimits:
-            resource.setrlimit(name, value)
-        if uid is not None:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-
-    return setup
-
-
-def _write_files(workdir: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
+def _write_files(workdir: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
         path = (workdir / name).resolve()
         if not path.is_relative_to(workdir.resolve()):
             raise ValueError(f"sandbox file outside the work dir: {name!r}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
 
 
 def _exited(pid: int) -> bool:
@@ -319,19 +357,24 @@ def _status(killed: str | None, returncode: int, stderr: str) -> str:
 
 
 def _execute(workdir: Path, stdin: str, limits: SandboxLimits, host: _Host, uid: int | None) -> RunResult:
+    net_flags = _CLONE_NEWNET if host.netns and not limits.network else 0
+    if net_flags and not host.drop_uid:
+        net_flags |= _CLONE_NEWUSER
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [host.python, "-E", "-s", "-B", "main.py"], cwd=workdir, env=_ENV,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=_preexec(limits, host, uid),
-    )
-    pump = _Pump(proc, stdin.encode(), limits.max_output_bytes)
+    proc, ready = _spawn(_command(host.python, net_flags, host.mountns, limits, uid), workdir)
     try:
-        killed = _supervise(proc, pump, limits, uid)
+        pump = _Pump(proc, stdin.encode(), limits.max_output_bytes)
+        try:
+            killed = _supervise(proc, pump, limits, uid)
+        finally:
+            pump.close()
+            returncode = proc.wait()
+        set_up = os.read(ready, 1) == b"1"
     finally:
-        pump.close()
-        returncode = proc.wait()
+        os.close(ready)
     stderr = pump.err.decode(errors="replace")
+    if not set_up:
+        raise SandboxSetupError(f"sandbox setup failed (exit {returncode}): {stderr.strip()[-500:]}")
     return RunResult(
         status=_status(killed, returncode, stderr),
         returncode=None if killed else returncode,
@@ -342,7 +385,7 @@ def _execute(workdir: Path, stdin: str, limits: SandboxLimits, host: _Host, uid:
 
 
 def run_program(source: str, stdin: str = "", *, limits: SandboxLimits = SandboxLimits(),
-                files: dict[str, str] | None = None) -> RunResult:
+                files: dict[str, str | bytes] | None = None) -> RunResult:
     """Run `source` as main.py in a fresh sandbox, with `files` beside it, feeding `stdin`."""
     host = _host()
     uid = _uids.acquire() if host.drop_uid else None

@@ -234,3 +234,16 @@ def test_score_on_a_ray_dataset_uses_threads_per_block(data_dir, ray_session):
     rows = sorted(env.score(items).take_all(), key=lambda r: int(r["id"]))
     assert [r["id"] for r in rows] == [str(i) for i in range(12)]
     assert all(r["score"] == 1.0 and r["passed"] and r["score_error"] is None for r in rows)
+
+
+def test_sandbox_setup_failure_marks_the_sample_not_a_wrong_answer(data_dir, monkeypatch):
+    from skyeval.envs.base import _ScoreRow
+    from skyeval.scorers import sandbox
+
+    if not sandbox.active_protections()["netns"]:
+        pytest.skip("needs network namespaces to make unshare() fail on purpose")
+    env = SkyEnvBuilder.build("humaneval", {"limit": 1})
+    problem = env.load_problems()[0]
+    monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
+    row = _ScoreRow(env)({**problem, "generation": env.reference_generation(problem)})
+    assert row["score"] is None and row["score_error"].startswith("SandboxSetupError: sandbox setup failed")

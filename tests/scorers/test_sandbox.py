@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from skyeval.scorers import sandbox
 from skyeval.scorers.code import score_code
-from skyeval.scorers.sandbox import RunResult, SandboxLimits, active_protections, run_program
+from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, active_protections, run_program
 
 PROTECTIONS = active_protections()
 needs_uid = pytest.mark.skipif(
@@ -59,6 +60,20 @@ def test_plain_run_and_cleanup():
                          files={"data/x.txt": "1"})
     assert result.status == "ok" and result.returncode == 0
     assert result.stdout.startswith("cba ['data', 'main.py']")
+
+
+def test_program_runs_as_a_script():
+    program = "import sys\nprint(__name__, sys.argv, sorted(k for k in globals() if not k.startswith('__')))"
+    assert run_program(program).stdout.split("\n")[0] == "__main__ ['main.py'] ['sys']"
+
+
+@needs_netns
+def test_sandbox_that_cannot_be_set_up_is_an_error_not_a_verdict(monkeypatch):
+    monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
+    with pytest.raises(SandboxSetupError, match="unshare failed"):
+        run_program("print('never runs')")
+    with pytest.raises(SandboxSetupError):
+        score_code(GOOD, GOOD_TESTS)
 
 
 def test_files_cannot_escape_workdir():
