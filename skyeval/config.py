@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+_PACKAGE = Path(__file__).resolve().parent
+# A wheel carries the configs as skyeval/conf; a clone or editable install reads conf/ at the root.
+CONF_DIR = _PACKAGE / "conf" if (_PACKAGE / "conf").is_dir() else _PACKAGE.parent / "conf"
 REDACTED = "***REDACTED***"
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password|authorization)", re.IGNORECASE)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)

@@ -44,13 +44,16 @@ def main(cfg: DictConfig) -> None:
 @contextlib.contextmanager
 def clear_errors() -> Iterator[None]:
     """Bad input (unknown env or knob, missing value, other config's folder, unreadable
-    data) is reported in one line with exit code 2, not a traceback."""
+    data, an unusable sandbox) is reported in one line with exit code 2, not a traceback."""
     from skyeval.envs.registry import UnknownEnvError
     from skyeval.results import ConfigMismatchError
+    from skyeval.scorers.sandbox import SandboxSetupError
 
+    bad_input = (UsageError, UnknownEnvError, ConfigMismatchError, SandboxSetupError, FileNotFoundError,
+                 ConnectionError, ImportError, ValueError)
     try:
         yield
-    except (UsageError, UnknownEnvError, ConfigMismatchError, FileNotFoundError, ConnectionError, ImportError, ValueError) as err:
+    except bad_input as err:
         _fail(err)
     except TypeError as err:
         if "knob" not in str(err):
@@ -84,6 +87,8 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         template=resolved.get("template"),
         sampling_params=resolved.get("sampling_params"),
     )
+    # checked before any work: a sandbox that can't run fails here, not after generating
+    scoring = env.describe_scoring() if resolved["stage"] != "generate" else {}
     resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
     folder.config.write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))), encoding="utf-8")
     log.info("%s %s with %s -> %s%s", resolved["stage"], env.name, env.model_source, run_dir, " (resuming)" if resumed else "")
@@ -97,6 +102,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         **pipeline.build_summary(outcome, resolved["stage"], env.sampling.n),
         "run_dir": str(run_dir),
         "backend": redact(env.backend.describe()),
+        "scoring": scoring,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(resolved),

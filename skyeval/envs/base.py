@@ -164,6 +164,11 @@ class Env:
         {"score": float 0..1}. Must not raise for any generation text."""
         raise NotImplementedError(f"{type(self).__name__} must implement score_item(item)")
 
+    def describe_scoring(self) -> dict[str, Any]:
+        """What else decides the scores, for summary.json (code envs: the sandbox); may
+        check it works, raising before anything is generated."""
+        return {}
+
     def score(self, ds_or_item: "ray.data.Dataset | dict[str, Any]") -> Any:
         """Score one item (a dict) or every row of a Dataset, in parallel across cores."""
         if isinstance(ds_or_item, dict):

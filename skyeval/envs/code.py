@@ -106,6 +106,11 @@ class CodeEnv(Env):
             return self.score_item(ds_or_item)
         return ds_or_item.map_batches(_ScoreBatch(self), batch_size=None, batch_format="pyarrow")
 
+    def describe_scoring(self) -> dict[str, Any]:
+        from skyeval.scorers.sandbox import describe
+
+        return {"sandbox": describe()}
+
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.code import score_code
         from skyeval.scorers.sandbox import SandboxLimits

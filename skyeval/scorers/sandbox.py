@@ -22,16 +22,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+PYTHON_ENV_VAR = "SKYEVAL_SANDBOX_PYTHON"  # the interpreter programs run under, if not the default
 _KILL = "/bin/kill"
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 _UID_BASE = 1_000_000_000
+_PROBE_UID = _UID_BASE - 1
 _SLOTS = 64
 _CHUNK = 1 << 16
 _EXIT_GRACE_S = 1.0
@@ -153,14 +156,27 @@ def _spawn(argv: list[str], workdir: Path) -> tuple[subprocess.Popen, int]:
     return proc, ready_r
 
 
-def _probe(python: str, net_flags: int, private_tmp: bool) -> bool:
+def _was_set_up(ready: int) -> bool:
+    """Whether the exited bootstrap reported setup done (non-blocking: a process forked
+    elsewhere in the scorer meanwhile may still hold the pipe's write end)."""
+    os.set_blocking(ready, False)
+    try:
+        return os.read(ready, 1) == b"1"
+    except BlockingIOError:
+        return False
+
+
+def _probe(python: str, net_flags: int = 0, private_tmp: bool = False, uid: int | None = None) -> bool:
+    """Whether `python` starts with these settings and, under `uid`, still imports the stdlib."""
     workdir = Path(tempfile.mkdtemp(prefix="skyeval-probe-"))
     try:
-        (workdir / "main.py").write_text("")
-        proc, ready = _spawn(_command(python, net_flags, private_tmp, None, None), workdir)
+        (workdir / "main.py").write_text("import json" if uid is not None else "")
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        proc, ready = _spawn(_command(python, net_flags, private_tmp, None, uid), workdir)
         try:
             proc.communicate(timeout=30)
-            return proc.returncode == 0 and os.read(ready, 1) == b"1"
+            return proc.returncode == 0 and _was_set_up(ready)
         finally:
             proc.kill()  # a no-op once it has exited
             os.close(ready)
@@ -170,16 +186,38 @@ def _probe(python: str, net_flags: int, private_tmp: bool) -> bool:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _chosen_python() -> str | None:
+    """$SKYEVAL_SANDBOX_PYTHON, checked: an executable file outside the private dirs."""
+    chosen = os.environ.get(PYTHON_ENV_VAR)
+    if chosen and not (os.path.isfile(chosen) and os.access(chosen, os.X_OK)):
+        raise SandboxSetupError(f"{PYTHON_ENV_VAR}={chosen} is not an executable file")
+    paths = (os.path.abspath(chosen), os.path.realpath(chosen)) if chosen else ()
+    if any(path.startswith(d + "/") for path in paths for d in _PRIVATE_DIRS):
+        raise SandboxSetupError(f"{PYTHON_ENV_VAR}={chosen}: programs see {', '.join(_PRIVATE_DIRS)} as "
+                                "their own work dir, so the interpreter must live elsewhere (e.g. /opt)")
+    return chosen
+
+
 @functools.cache
 def _host() -> _Host:
     root = os.geteuid() == 0
-    drop_uid = root and all(os.access(path, os.X_OK) for path in (SYSTEM_PYTHON, _KILL))
-    python = SYSTEM_PYTHON if drop_uid else sys.executable
-    if root and not drop_uid:
-        logger.warning("%s or %s missing: sandboxed programs run as root", SYSTEM_PYTHON, _KILL)
+    chosen = _chosen_python()
     net_flags = _CLONE_NEWNET if root else _CLONE_NEWUSER | _CLONE_NEWNET
-    netns = _probe(python, net_flags, False)
-    mountns = root and _probe(python, 0, True)
+    netns = _probe(sys.executable, net_flags)
+    mountns = root and _probe(sys.executable, private_tmp=True)
+    python, drop_uid = chosen or sys.executable, False
+    if root:  # the first interpreter that still works after dropping to an unprivileged uid
+        candidates = [chosen] if chosen else [SYSTEM_PYTHON, sys.executable]
+        usable = next((p for p in candidates if os.access(p, os.X_OK) and os.access(_KILL, os.X_OK)
+                       and _probe(p, private_tmp=mountns, uid=_PROBE_UID)), None)
+        if usable:
+            python, drop_uid = usable, True
+        elif chosen:
+            raise SandboxSetupError(f"{PYTHON_ENV_VAR}={chosen} cannot run as an unprivileged user: it and its "
+                                    "standard library must be readable and executable by all users")
+        else:
+            logger.warning("neither %s works as an unprivileged user: sandboxed programs run as root",
+                           " nor ".join(candidates))
     host = _Host(python, drop_uid, netns, mountns)
     logger.info("sandbox protections on this host: %s", _protections(host))
     return host
@@ -200,6 +238,14 @@ def _protections(host: _Host) -> dict[str, bool]:
 def active_protections() -> dict[str, bool]:
     """Which protections hold on this host (probed once per process)."""
     return _protections(_host())
+
+
+def describe() -> dict[str, Any]:
+    """The interpreter programs run under, its version and the protections that hold."""
+    host = _host()
+    version = subprocess.run([host.python, "-E", "-s", "-c", "import platform; print(platform.python_version())"],
+                             env=_ENV, capture_output=True, text=True, timeout=30).stdout.strip()
+    return {"python": host.python, "python_version": version, "protections": _protections(host)}
 
 
 class _UidPool:
@@ -369,7 +415,7 @@ def _execute(workdir: Path, stdin: str, limits: SandboxLimits, host: _Host, uid:
         finally:
             pump.close()
             returncode = proc.wait()
-        set_up = os.read(ready, 1) == b"1"
+        set_up = _was_set_up(ready)
     finally:
         os.close(ready)
     stderr = pump.err.decode(errors="replace")

@@ -247,3 +247,12 @@ def test_sandbox_setup_failure_marks_the_sample_not_a_wrong_answer(data_dir, mon
     monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
     row = _ScoreRow(env)({**problem, "generation": env.reference_generation(problem)})
     assert row["score"] is None and row["score_error"].startswith("SandboxSetupError: sandbox setup failed")
+
+
+def test_unusable_sandbox_python_stops_the_cli_before_any_work(tmp_path, data_dir):
+    from tests.conftest import run_cli
+
+    proc = run_cli("evaluate", "+env=humaneval", "model_config=reference", cwd=tmp_path, check=False,
+                   env={"SKYEVAL_SANDBOX_PYTHON": str(tmp_path / "missing" / "python")})
+    assert proc.returncode == 2 and "SKYEVAL_SANDBOX_PYTHON" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.jsonl"))

@@ -56,3 +56,5 @@ def test_cli_humaneval_reference_scores_full_marks(tmp_path, data_dir):
     summary = load_summary(tmp_path / "outputs" / "humaneval_reference_t0.0")
     assert summary["counts"]["scored"] == 164 and summary["counts"]["failed"] == 0
     assert summary["metrics"]["accuracy"] == 1.0
+    sandbox = summary["scoring"]["sandbox"]
+    assert sandbox["python"] and sandbox["python_version"].startswith("3.") and sandbox["protections"]["rlimits"]

@@ -4,9 +4,14 @@ Every hostile program is bounded (a few hundred forks, a few GB, ~1 GB of output
 containment failure cannot take the machine down.
 """
 
+import os
 import resource
 import secrets
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -246,3 +251,76 @@ def test_decoy_home_survives(tmp_path, monkeypatch):
     _alongside(lambda: run_program(program))
     assert (home / ".ssh" / "id_rsa").read_text() == "key"
     assert (home / "notes.txt").read_text() == "notes"
+
+
+@pytest.fixture
+def reprobe():
+    """Probe the host again on the next run (after monkeypatching) and after the test."""
+    sandbox._host.cache_clear()
+    yield
+    sandbox._host.cache_clear()
+
+
+@pytest.fixture
+def sandbox_python(monkeypatch, reprobe):
+    """Set SKYEVAL_SANDBOX_PYTHON for one test."""
+    return lambda path: monkeypatch.setenv(sandbox.PYTHON_ENV_VAR, path)
+
+
+@needs_uid
+def test_without_system_python_another_interpreter_others_can_run_is_used(monkeypatch, reprobe):
+    monkeypatch.setattr(sandbox, "SYSTEM_PYTHON", "/nonexistent/python3")
+    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # e.g. /usr/local/bin/python3 in python images
+    assert sandbox.describe()["python"] == "/usr/bin/python3" and active_protections()["uid_drop"]
+    assert run_program("import os\nprint(os.getuid())").stdout.strip() != "0"
+
+
+def test_without_any_usable_interpreter_programs_run_as_root_and_say_so(monkeypatch, reprobe):
+    python = os.path.realpath(sys.executable)
+    if os.geteuid() != 0 or not python.startswith("/root/"):
+        pytest.skip("needs root and an interpreter under /root, which other users cannot enter")
+    monkeypatch.setattr(sandbox, "SYSTEM_PYTHON", "/nonexistent/python3")
+    monkeypatch.setattr(sys, "executable", python)
+    assert not active_protections()["uid_drop"] and not active_protections()["nproc_limit"]
+    assert run_program("print('ran')").stdout == "ran\n"  # as root (inside a user namespace: no caps outside)
+
+
+@needs_uid
+def test_chosen_interpreter_runs_programs_with_its_packages(sandbox_python):
+    os.makedirs("/opt", exist_ok=True)  # not /tmp: programs see their work dir there
+    root = Path(tempfile.mkdtemp(prefix="skyeval-test-venv-", dir="/opt"))
+    try:
+        root.chmod(0o755)  # the sandbox uid must reach the interpreter's files
+        subprocess.run([sandbox.SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(root)], check=True)
+        (next(root.glob("lib/python3*/site-packages")) / "extra_pkg.py").write_text("ANSWER = 42\n")
+        sandbox_python(str(root / "bin" / "python"))
+        result = run_program("import sys, extra_pkg\nprint(extra_pkg.ANSWER, sys.prefix)")
+        assert result.stdout.split() == ["42", str(root)]
+        assert active_protections()["uid_drop"]
+    finally:
+        shutil.rmtree(root)
+
+
+@needs_uid
+def test_chosen_interpreter_the_sandbox_user_cannot_read_is_refused(sandbox_python):
+    python = os.path.realpath(sys.executable)
+    if not python.startswith("/root/"):
+        pytest.skip("needs an interpreter under /root, which other users cannot enter")
+    sandbox_python(python)
+    with pytest.raises(SandboxSetupError, match="cannot run as an unprivileged user"):
+        run_program("print(1)")
+
+
+def test_chosen_interpreter_that_does_not_exist_is_refused(sandbox_python, tmp_path):
+    sandbox_python(str(tmp_path / "no-python"))
+    with pytest.raises(SandboxSetupError, match="is not an executable file"):
+        score_code(GOOD, GOOD_TESTS)
+
+
+def test_chosen_interpreter_under_tmp_is_refused(sandbox_python):
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        python = Path(tmp) / "python"
+        python.symlink_to(sandbox.SYSTEM_PYTHON if os.path.exists(sandbox.SYSTEM_PYTHON) else sys.executable)
+        sandbox_python(str(python))
+        with pytest.raises(SandboxSetupError, match="must live elsewhere"):
+            run_program("print(1)")
