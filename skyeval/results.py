@@ -12,12 +12,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from skyeval.errors import RunFolderError
+
 Key = tuple[str, int]  # (problem id, sample index)
 
 RUN_FILE = "run.json"  # fingerprint of the config the folder belongs to
 
 
-class ConfigMismatchError(RuntimeError):
+class ConfigMismatchError(RunFolderError):
     """The run folder holds results of a different config."""
 
 

@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from skyeval.config import CONF_DIR, redact, register_resolvers
+from skyeval.errors import SkyevalError
 
 log = logging.getLogger("skyeval")
 
@@ -24,7 +25,7 @@ OPERATIONAL_KEYS = {"api_url", "api_key_env", "timeout_s", "max_retries", "reque
 register_resolvers()
 
 
-class UsageError(Exception):
+class UsageError(SkyevalError):
     """Bad input from the user: reported in one clear line, nothing written or lost."""
 
 

@@ -8,9 +8,10 @@ from typing import Any, Callable
 
 from skyeval.config import CONF_DIR
 from skyeval.envs.base import Env
+from skyeval.errors import SkyevalError
 
 
-class UnknownEnvError(KeyError):
+class UnknownEnvError(SkyevalError, KeyError):
     """An env name that is neither a config file nor registered."""
 
     def __str__(self) -> str:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skyeval.errors import SkyevalError
+
 logger = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -137,7 +139,7 @@ def _command(python: str, net_flags: int, private_tmp: bool, limits: SandboxLimi
     return [python, "-E", "-s", "-B", "-c", f"{_BOOTSTRAP}exec(_boot(*{config!r}))\n"]
 
 
-class SandboxSetupError(RuntimeError):
+class SandboxSetupError(SkyevalError, RuntimeError):
     """The sandbox could not be set up (so the program never ran)."""
 
 
