@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from skyeval.errors import RunFolderError
 
@@ -83,6 +83,20 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def iter_records(run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
+    """Records of a run folder's `generations`, `scores` or `failures`, streamed file by
+    file (part files, or the single file of older folders); torn lines are skipped."""
+    for path in sorted((Path(run_dir) / kind).glob("*.jsonl")):
+        if path.name == "per_problem.jsonl" or path.name.startswith("per_problem"):
+            continue
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
 
 
 def replace_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:

@@ -74,13 +74,14 @@ class Env:
         """Row filter applied before `limit` (knobs like difficulty use it)."""
         return True
 
-    def load_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
-        """The env's problems, filtered and limited, as plain dicts. A row that can't be
-        read raises, or with `on_error` is reported as (row index, error) and skipped."""
-        problems: list[dict[str, Any]] = []
+    def iter_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> Iterator[dict[str, Any]]:
+        """The env's problems, filtered and limited, as plain dicts, one at a time. A row
+        that can't be read raises, or with `on_error` is reported as (row index, error)
+        and skipped."""
+        kept = 0
         for index, row in enumerate(self.load_rows()):
-            if self.limit is not None and len(problems) >= self.limit:
-                break
+            if self.limit is not None and kept >= self.limit:
+                return
             try:
                 problem = self.to_problem(row, index)
             except Exception as err:  # noqa: BLE001 - a malformed row
@@ -89,7 +90,12 @@ class Env:
                 on_error(index, err)
                 continue
             if self.keep(problem):
-                problems.append(problem)
+                kept += 1
+                yield problem
+
+    def load_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
+        """All of `iter_problems` in a list (small benchmarks and tests only)."""
+        problems = list(self.iter_problems(on_error))
         ids = [p["id"] for p in problems]
         if len(set(ids)) != len(ids):
             raise ValueError(f"env {self.name!r} produced duplicate problem ids")
