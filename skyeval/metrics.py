@@ -1,34 +1,50 @@
-"""Aggregate metrics: pure functions over lists of per-sample score records."""
+"""Aggregate metrics as a streaming, mergeable accumulator (DESIGN.md, house style 10).
+
+`MetricsAccumulator` takes score and failure records one at a time. A problem's samples
+are held only until its n outcomes are in; then the problem is folded into running sums
+and dropped, so memory is O(problems in flight), never O(samples). Sums are exact
+(ints, Fractions, token histograms), so accumulators of shards merge into exactly the
+numbers one accumulator would give. docs/metrics.md defines every number reported.
+
+The one rule for failures: a failed or missing sample enters the headline numbers as a
+scored sample with score 0 and no answer would; the `*_scored_only` numbers leave it out.
+"""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import copy
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
 from math import comb
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from skyeval.errors import ConfigError
+from skyeval.stats import INTERVAL_METHOD, Exact, Moments, decode, encode, exact, interval
 
 CORRECT = 1.0 - 1e-9  # a sample counts as correct for pass@k when its score reaches 1
+STATE_VERSION = 1
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
+    return float(exact_pass_at_k(n, c, k))
+
+
+def exact_pass_at_k(n: int, c: int, k: int) -> Exact:
+    """`pass_at_k` as an exact rational."""
     if k > n:
         raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
     if n - c < k:
-        return 1.0
-    return 1.0 - comb(n - c, k) / comb(n, k)
+        return 1
+    return exact(1 - Fraction(comb(n - c, k), comb(n, k))) if c else 0
 
 
 def ks_for(n: int) -> list[int]:
     """1, 2, 4, ... up to n, and n itself."""
     ks = [k for k in (2**i for i in range(n.bit_length())) if k <= n]
     return sorted(set(ks + [n]))
-
-
-def group_by_problem(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in records:
-        groups[str(record["id"])].append(record)
-    return dict(groups)
 
 
 def majority_answer(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -40,42 +56,398 @@ def majority_answer(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next(r for r in records if r.get("extracted") == top)
 
 
-def per_problem(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Best-of-N statistics of each problem: samples, correct, mean, max, majority vote."""
-    rows = []
-    for pid, group in group_by_problem(records).items():
-        scores = [float(r["score"]) for r in group]
-        majority = majority_answer(group)
-        rows.append(
-            {
-                "id": pid,
-                "samples": len(scores),
-                "correct": sum(s >= CORRECT for s in scores),
-                "mean_score": sum(scores) / len(scores),
-                "max_score": max(scores),
-                "majority_answer": majority.get("extracted") if majority else None,
-                "majority_score": float(majority["score"]) if majority else 0.0,
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric computed per problem (issue 17): pass@k over the first n_samples samples,
+    maj@k (majority vote over the first k samples) or avg@n_samples (their mean score).
+    `key` is its key inside `pass@k` / `maj@k` / `avg@n` in the summary."""
+
+    type: str
+    k: int
+    n_samples: int
+    key: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.type}@{self.key}"
+
+
+def parse_metrics(metrics: list[dict] | None, n: int, ks: list[int] | None = None) -> list[MetricSpec]:
+    """The metrics to compute: the user's list (`{"type": "pass"|"maj"|"avg", "k", "n_samples"}`),
+    else pass@k at `ks` (default `ks_for(n)`). pass@k over fewer samples than n is keyed "k:n=m"."""
+    if metrics is None:
+        bad = [k for k in ks or () if not 1 <= k <= n]
+        if bad:
+            raise ConfigError(f"pass@k needs 1 <= k <= n (= {n}); got k = {bad}")
+        return [MetricSpec("pass", k, n, str(k)) for k in (ks or ks_for(n))]
+    specs = []
+    for item in metrics:
+        kind = item.get("type")
+        if kind not in ("pass", "maj", "avg") or set(item) - {"type", "k", "n_samples"}:
+            raise ConfigError(f"metrics: {item} is none of {{type: pass, k, n_samples}}, "
+                              "{type: maj, k}, {type: avg, n_samples}")
+        k, m = item.get("k", 1), item.get("n_samples", n)
+        if kind != "pass":  # maj@k votes over the first k samples, avg@m averages the first m
+            k = m = item.get("k", n) if kind == "maj" else m
+        if not (isinstance(k, int) and isinstance(m, int) and 1 <= k <= m <= n):
+            raise ConfigError(f"metrics: {item} needs 1 <= k <= n_samples <= sampling_params.n (= {n})")
+        specs.append(MetricSpec(kind, k, m, f"{k}:n={m}" if kind == "pass" and m != n else str(k)))
+    return list(dict.fromkeys(specs))
+
+
+@dataclass
+class Histogram:
+    """Exact distribution of integer token counts (one key per distinct count, so at most
+    max_tokens + 1 keys for completion tokens)."""
+
+    counts: Counter = field(default_factory=Counter)
+
+    def summary(self) -> dict[str, Any] | None:
+        samples = sum(self.counts.values())
+        if not samples:
+            return None
+        total = sum(v * c for v, c in self.counts.items())
+        return {"samples": samples, "total": total, "mean": total / samples,
+                "p50": self.percentile(0.5), "p95": self.percentile(0.95), "max": max(self.counts)}
+
+    def percentile(self, q: float) -> int:
+        """Nearest rank: the smallest value with at least ceil(q * samples) samples at or below it."""
+        rank, seen = math.ceil(q * sum(self.counts.values())), 0
+        for value in sorted(self.counts):
+            seen += self.counts[value]
+            if seen >= rank:
+                return value
+        raise AssertionError("unreachable")
+
+
+class MetricsAccumulator:
+    """Streaming, mergeable metrics of one run with `n` requested samples per problem.
+
+    `max_tokens` enables the budget curve; `extra_scores` names numeric score columns
+    reported under `scorers`; `metrics` is the user's selection (see `parse_metrics`),
+    else pass@k at `ks` (default `ks_for(n)`). With `per_problem=False` no per-problem
+    rows are kept for `drain_problems` (for consumers that only want the summary).
+    """
+
+    def __init__(self, n: int, *, ks: list[int] | None = None, max_tokens: int | None = None,
+                 extra_scores: Iterable[str] = (), metrics: list[dict] | None = None,
+                 per_problem: bool = True) -> None:
+        if n < 1:
+            raise ConfigError(f"n must be >= 1, got {n}")
+        self.n, self.ks, self.max_tokens = n, list(ks) if ks else None, max_tokens
+        self.extra_scores, self.metrics, self.per_problem = list(extra_scores), metrics, per_problem
+        self.specs = parse_metrics(metrics, n, self.ks)
+        self.budgets = sorted({b for b in (max_tokens // 8, max_tokens // 4, max_tokens // 2, max_tokens) if b >= 1}) \
+            if max_tokens else []
+        self._open: dict[str, dict[int, tuple[float | None, Any]]] = {}  # id -> sample_idx -> (score, answer)
+        self._rows: list[dict[str, Any]] = []  # per-problem rows not yet drained
+        # per problem (folded when complete)
+        self.problems = self.scored = self.failed = self.missing = 0
+        self.score_total: Exact = 0
+        self.headline: dict[str, Moments] = {name: Moments() for name in self._headline_names()}
+        self.scored_only: dict[str, Moments] = {name: Moments() for name in self._scored_only_names()}
+        # per sample (folded on arrival)
+        self.parse_failed = self.finish_known = self.truncated = self.finished = self.without_tokens = 0
+        self.finished_score: Exact = 0
+        self.completion, self.reasoning = Histogram(), Histogram()
+        self.prompt_tokens = self.prompt_samples = 0
+        self.budget_score: dict[int, Exact] = {b: 0 for b in self.budgets}
+        self.budget_finished: dict[int, int] = {b: 0 for b in self.budgets}
+        self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
+        self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
+
+    # -- names of per-problem values ---------------------------------------------------------
+    def _headline_names(self) -> list[str]:
+        majority = ["majority_vote_accuracy", "best_of_n_accuracy"] if self.n > 1 else []
+        return ["accuracy", *(s.name for s in self.specs), *majority]
+
+    def _scored_only_names(self) -> list[str]:
+        majority = ["majority_vote_accuracy", "best_of_n_accuracy"] if self.n > 1 else []
+        return [*(s.name for s in self.specs if s.type == "pass"), *majority]
+
+    @property
+    def held(self) -> int:
+        """Samples held in memory (those of problems whose n outcomes are not all in)."""
+        return sum(len(s) for s in self._open.values())
+
+    # -- input -------------------------------------------------------------------------------
+    def add_score(self, record: dict[str, Any]) -> None:
+        """A scored sample: `id`, `sample_idx`, `score` (0..1), `extracted`, `parse_failed`,
+        optionally `finish_reason`, `usage` and the `extra_scores` columns."""
+        if not self._in_run(record):
+            return
+        score = float(record["score"])
+        if not 0 <= score <= 1:
+            raise ValueError(f"score of {record['id']}#{record['sample_idx']} is {score}, not in [0, 1]")
+        self.parse_failed += bool(record.get("parse_failed"))
+        self._add_generation_stats(record, score)
+        for name in self.extra_scores:
+            value = record.get(name)
+            if value is not None:
+                self.extra_total[name] += exact(float(value))
+                self.extra_samples[name] += 1
+        self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))
+
+    def add_failure(self, record: dict[str, Any]) -> None:
+        """A failed sample (load, template, generate or score stage): `id`, `sample_idx`."""
+        if self._in_run(record):
+            self._add(str(record["id"]), int(record["sample_idx"]), (None, None))
+
+    def _in_run(self, record: dict[str, Any]) -> bool:
+        """Samples beyond the requested n (left over from a run with a larger n) are not counted."""
+        return 0 <= int(record["sample_idx"]) < self.n
+
+    def _add_generation_stats(self, record: dict[str, Any], score: float) -> None:
+        reason = record.get("finish_reason")
+        usage = record.get("usage") or {}
+        completion = usage.get("completion_tokens")
+        if reason is not None:
+            self.finish_known += 1
+            self.truncated += reason == "length"
+            if reason == "stop":
+                self.finished += 1
+                self.finished_score += exact(score)
+        if completion is None or reason is None:
+            self.without_tokens += 1
+        if completion is not None:
+            self.completion.counts[int(completion)] += 1
+            if reason == "stop":
+                for b in self.budgets:
+                    if completion <= b:
+                        self.budget_score[b] += exact(score)
+                        self.budget_finished[b] += 1
+        if usage.get("reasoning_tokens") is not None:
+            self.reasoning.counts[int(usage["reasoning_tokens"])] += 1
+        if usage.get("prompt_tokens") is not None:
+            self.prompt_tokens += int(usage["prompt_tokens"])
+            self.prompt_samples += 1
+
+    def _add(self, pid: str, idx: int, outcome: tuple[float | None, Any]) -> None:
+        samples = self._open.setdefault(pid, {})
+        if idx in samples:
+            raise ValueError(f"sample {pid}#{idx} was added twice")
+        samples[idx] = outcome
+        if len(samples) == self.n:
+            self._fold(pid, self._open.pop(pid))
+
+    # -- folding a problem -------------------------------------------------------------------
+    def _fold(self, pid: str, samples: dict[int, tuple[float | None, Any]]) -> None:
+        """Fold one problem's outcomes into the running sums; missing samples count as failed."""
+        n = self.n
+        ordered = [(i, *samples[i]) for i in sorted(samples)]
+        scored = [(i, s, a) for i, s, a in ordered if s is not None]
+        correct = [i for i, s, _ in scored if s >= CORRECT]
+        total = sum(exact(s) for _, s, _ in scored)
+        self.problems += 1
+        self.scored += len(scored)
+        self.failed += len(samples) - len(scored)
+        self.missing += n - len(samples)
+        self.score_total += total
+        self.headline["accuracy"].add(exact(Fraction(total, n)))
+        for spec in self.specs:
+            self.headline[spec.name].add(self._spec_value(spec, scored, correct))
+            if spec.type == "pass":
+                available = sum(i < spec.n_samples for i, _, _ in scored)
+                if available >= spec.k:
+                    hits = sum(i < spec.n_samples for i in correct)
+                    self.scored_only[spec.name].add(exact_pass_at_k(available, hits, spec.k))
+        majority = _majority(scored)
+        if n > 1:
+            best = max((s for _, s, _ in scored), default=0.0)
+            self.headline["majority_vote_accuracy"].add(exact(majority[1]))
+            self.headline["best_of_n_accuracy"].add(exact(best))
+            if scored:
+                self.scored_only["majority_vote_accuracy"].add(exact(majority[1]))
+                self.scored_only["best_of_n_accuracy"].add(exact(best))
+        if self.per_problem:
+            self._rows.append({
+                "id": pid, "samples": len(scored), "correct": len(correct),
+                "mean_score": float(Fraction(total, len(scored))) if scored else None,
+                "max_score": max(s for _, s, _ in scored) if scored else None,
+                "majority_answer": majority[0], "majority_score": majority[1],
+                "failed": len(samples) - len(scored), "missing": n - len(samples),
+            })
+
+    @staticmethod
+    def _spec_value(spec: MetricSpec, scored: list, correct: list[int]) -> Exact:
+        first = [(i, s, a) for i, s, a in scored if i < spec.n_samples]
+        if spec.type == "pass":
+            return exact_pass_at_k(spec.n_samples, sum(i < spec.n_samples for i in correct), spec.k)
+        if spec.type == "maj":
+            return exact(_majority(first)[1])
+        return exact(Fraction(sum(exact(s) for _, s, _ in first), spec.n_samples))
+
+    # -- merging and state -------------------------------------------------------------------
+    def _config(self) -> dict[str, Any]:
+        return {"n": self.n, "ks": self.ks, "max_tokens": self.max_tokens,
+                "extra_scores": self.extra_scores, "metrics": self.metrics}
+
+    def merge(self, other: MetricsAccumulator) -> None:
+        """Add `other`'s samples (e.g. another shard's); both must be set up alike."""
+        if other._config() != self._config():
+            raise ValueError(f"cannot merge metrics of different setups: {self._config()} vs {other._config()}")
+        for name in ("problems", "scored", "failed", "missing", "score_total", "parse_failed", "finish_known",
+                     "truncated", "finished", "without_tokens", "finished_score", "prompt_tokens", "prompt_samples"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for mine, theirs in ((self.headline, other.headline), (self.scored_only, other.scored_only)):
+            for name, moments in theirs.items():
+                mine[name].merge(moments)
+        self.completion.counts.update(other.completion.counts)
+        self.reasoning.counts.update(other.reasoning.counts)
+        for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
+                             (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
+            for key, value in theirs.items():
+                mine[key] += value
+        if self.per_problem:
+            self._rows.extend(other._rows)
+        for pid, samples in other._open.items():
+            for idx, outcome in samples.items():
+                self._add(pid, idx, outcome)
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to resume or merge, as plain JSON (exact numbers as ints or "p/q")."""
+        return {
+            "version": STATE_VERSION, "config": self._config(),
+            "counts": [self.problems, self.scored, self.failed, self.missing, self.parse_failed, self.finish_known,
+                       self.truncated, self.finished, self.without_tokens, self.prompt_tokens, self.prompt_samples],
+            "score_total": encode(self.score_total), "finished_score": encode(self.finished_score),
+            "headline": {k: m.to_state() for k, m in self.headline.items()},
+            "scored_only": {k: m.to_state() for k, m in self.scored_only.items()},
+            "completion_tokens": {str(k): v for k, v in self.completion.counts.items()},
+            "reasoning_tokens": {str(k): v for k, v in self.reasoning.counts.items()},
+            "budget": [[b, encode(self.budget_score[b]), self.budget_finished[b]] for b in self.budgets],
+            "extra": {k: [encode(self.extra_total[k]), self.extra_samples[k]] for k in self.extra_scores},
+            "open": {pid: [[i, s, a] for i, (s, a) in sorted(samples.items())] for pid, samples in self._open.items()},
+            "rows": self._rows,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> MetricsAccumulator:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"metrics state version {state.get('version')!r}, expected {STATE_VERSION}")
+        acc = cls(**state["config"])
+        (acc.problems, acc.scored, acc.failed, acc.missing, acc.parse_failed, acc.finish_known, acc.truncated,
+         acc.finished, acc.without_tokens, acc.prompt_tokens, acc.prompt_samples) = state["counts"]
+        acc.score_total, acc.finished_score = decode(state["score_total"]), decode(state["finished_score"])
+        acc.headline = {k: Moments.from_state(v) for k, v in state["headline"].items()}
+        acc.scored_only = {k: Moments.from_state(v) for k, v in state["scored_only"].items()}
+        acc.completion.counts = Counter({int(k): v for k, v in state["completion_tokens"].items()})
+        acc.reasoning.counts = Counter({int(k): v for k, v in state["reasoning_tokens"].items()})
+        for b, score, finished in state["budget"]:
+            acc.budget_score[b], acc.budget_finished[b] = decode(score), finished
+        for k, (total, samples) in state["extra"].items():
+            acc.extra_total[k], acc.extra_samples[k] = decode(total), samples
+        acc._open = {pid: {i: (s, a) for i, s, a in samples} for pid, samples in state["open"].items()}
+        acc._rows = list(state["rows"])
+        return acc
+
+    # -- output ------------------------------------------------------------------------------
+    def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:
+        """Per-problem rows of problems completed since the last call. `final=True` first folds
+        the problems still open (their missing samples count as failed): call it once, at the end."""
+        if final:
+            for pid in list(self._open):
+                self._fold(pid, self._open.pop(pid))
+        rows, self._rows = self._rows, []
+        yield from rows
+
+    def counts(self) -> dict[str, int]:
+        """problems, samples (= problems x n), scored, failed and missing (never reported) samples."""
+        done = self._closed()
+        return {"problems": done.problems, "samples": done.problems * self.n, "scored": done.scored,
+                "failed": done.failed, "missing": done.missing}
+
+    def _closed(self) -> MetricsAccumulator:
+        """Self, or a copy with the open problems folded (so that `summary` can be called any time)."""
+        if not self._open:
+            return self
+        done = copy.copy(self)
+        done.per_problem, done._rows = False, []
+        done.headline = copy.deepcopy(self.headline)
+        done.scored_only = copy.deepcopy(self.scored_only)
+        done._open = {}
+        for pid, samples in self._open.items():
+            done._fold(pid, samples)
+        return done
+
+    def summary(self) -> dict[str, Any]:
+        """The `metrics` section of summary.json (docs/metrics.md defines each number)."""
+        done = self._closed()
+        requested = done.problems * self.n
+        out: dict[str, Any] = {"accuracy": done.headline["accuracy"].mean()}
+        for kind in ("pass", "maj", "avg"):
+            specs = [s for s in self.specs if s.type == kind]
+            if specs or kind == "pass":
+                out[{"pass": "pass@k", "maj": "maj@k", "avg": "avg@n"}[kind]] = {
+                    s.key: done.headline[s.name].mean() for s in specs}
+        if self.n > 1:
+            out["majority_vote_accuracy"] = done.headline["majority_vote_accuracy"].mean()
+            out["best_of_n_accuracy"] = done.headline["best_of_n_accuracy"].mean()
+        out["accuracy_scored_only"] = _ratio(done.score_total, done.scored)
+        out["pass@k_scored_only"] = {s.key: done.scored_only[s.name].mean() for s in self.specs if s.type == "pass"}
+        out["pass@k_scored_only_problems"] = {s.key: done.scored_only[s.name].count
+                                              for s in self.specs if s.type == "pass"}
+        if self.n > 1:
+            for name in ("majority_vote_accuracy", "best_of_n_accuracy"):
+                out[f"{name}_scored_only"] = done.scored_only[name].mean()
+            out["scored_only_problems"] = done.scored_only["majority_vote_accuracy"].count
+        out["accuracy_finished_only"] = _ratio(done.finished_score, done.finished)
+        out["parse_failure_rate"] = _ratio(done.parse_failed, done.scored)
+        out["truncated_rate"] = _ratio(done.truncated, done.finish_known)
+        out["interval_method"] = INTERVAL_METHOD
+        out["intervals"] = {}
+        for name, moments in done.headline.items():
+            found = interval(moments)
+            if found is not None:
+                out["intervals"][name] = {"value": found.value, "se": found.se, "ci95": [found.low, found.high],
+                                          "n": self.n, "problems": found.problems}
+        tokens = {"completion": done.completion.summary(), "reasoning": done.reasoning.summary(),
+                  "prompt": {"samples": done.prompt_samples, "total": done.prompt_tokens} if done.prompt_samples
+                  else None}
+        if any(tokens.values()):
+            out["tokens"] = {k: v for k, v in tokens.items() if v is not None}
+        if self.budgets and done.scored and not done.without_tokens:
+            out["budget_curve"] = {
+                "estimate": f"from one run at max_tokens={self.max_tokens}: at budget b a sample counts as correct "
+                            "only if it finished (finish_reason 'stop') within b completion tokens and was correct",
+                "points": [{"max_tokens": b, "accuracy": _ratio(done.budget_score[b], requested),
+                            "finished_rate": _ratio(done.budget_finished[b], requested)} for b in self.budgets],
             }
-        )
-    return rows
+        if self.extra_scores:
+            out["scorers"] = {name: {"mean": _ratio(done.extra_total[name], requested),
+                                     "mean_scored_only": _ratio(done.extra_total[name], done.extra_samples[name])}
+                              for name in self.extra_scores}
+        return out
 
 
-def summarize(records: list[dict[str, Any]], n: int) -> dict[str, Any]:
-    """Metrics of scored samples: accuracy, pass@k (n > 1), per-problem means, parse failures."""
-    if not records:
-        return {"accuracy": None, "pass@k": {}, "mean_score_per_problem": None, "parse_failure_rate": None}
-    problems = per_problem(records)
-    metrics: dict[str, Any] = {
-        "accuracy": sum(float(r["score"]) for r in records) / len(records),
-        "mean_score_per_problem": sum(p["mean_score"] for p in problems) / len(problems),
-        "parse_failure_rate": sum(bool(r.get("parse_failed")) for r in records) / len(records),
-        "pass@k": {},
-    }
-    for k in ks_for(n):
-        eligible = [p for p in problems if p["samples"] >= k]
-        if eligible:
-            metrics["pass@k"][str(k)] = sum(pass_at_k(p["samples"], p["correct"], k) for p in eligible) / len(eligible)
-    if n > 1:
-        metrics["majority_vote_accuracy"] = sum(p["majority_score"] for p in problems) / len(problems)
-        metrics["best_of_n_accuracy"] = sum(p["max_score"] for p in problems) / len(problems)
-    return metrics
+def _majority(scored: list[tuple[int, float, Any]]) -> tuple[Any, float]:
+    """(answer, score) of the majority vote over samples in index order; no answer scores 0."""
+    winner = majority_answer([{"extracted": a, "score": s} for _, s, a in scored])
+    return (winner["extracted"], winner["score"]) if winner else (None, 0.0)
+
+
+def _ratio(numerator: Exact, denominator: int) -> float | None:
+    return float(Fraction(numerator) / denominator) if denominator else None
+
+
+def summarize(scores: Iterable[dict[str, Any]], n: int, failures: Iterable[dict[str, Any]] = (),
+              **options: Any) -> dict[str, Any]:
+    """The `metrics` section for records held in lists (a notebook, a test): see MetricsAccumulator."""
+    acc = MetricsAccumulator(n, per_problem=False, **options)
+    for record in scores:
+        acc.add_score(record)
+    for record in failures:
+        acc.add_failure(record)
+    return acc.summary()
+
+
+def per_problem(scores: Iterable[dict[str, Any]], n: int | None = None,
+                failures: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Per-problem rows for records held in lists; `n` defaults to the largest sample_idx + 1."""
+    scores, failures = list(scores), list(failures)
+    acc = MetricsAccumulator(n or 1 + max((r["sample_idx"] for r in scores + failures), default=0))
+    for record in scores:
+        acc.add_score(record)
+    for record in failures:
+        acc.add_failure(record)
+    return list(acc.drain_problems(final=True))
