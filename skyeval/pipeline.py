@@ -1,40 +1,96 @@
-"""read -> template -> generate -> score -> metrics -> run folder, resumable at any point.
+"""read -> template -> generate -> score -> metrics -> run folder, as one bounded stream.
+
+Problems are read lazily and handed to the backend as a generator; each result is written
+to a part file as it completes and, for `evaluate`, scored on a pool of worker processes
+while generation goes on (a bounded queue: a slow scorer holds generation back only once
+the queue is full). Metrics accumulate incrementally. Memory is O(in-flight window), never
+O(samples): resume looks up 8-byte key hashes, not records.
 
 Every sample (problem id x sample index) ends in exactly one of scores/ or failures/.
-Generations are appended to disk as each completes, so a crash, `kill -9` or Ctrl-C loses
-nothing finished; re-running the same command generates only what is missing.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
+import signal
 import sys
+import threading
 import time
+from array import array
+from collections import Counter
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
 from skyeval.envs.base import Env
-from skyeval.metrics import per_problem, summarize
-from skyeval.results import Key, RunFolder, append_jsonl, key_of, read_jsonl, replace_jsonl
+from skyeval.metrics import MetricsAccumulator
+from skyeval.results import KeySet, PartWriter, RunFolder, key_hash, key_of, read_jsonl
 
 log = logging.getLogger("skyeval")
 
 STAGES = ("evaluate", "generate", "score")
-_SCORE_DROP = ("prompt", "solution", "score_error", "tests_json")  # not repeated in score records
+GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
+_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "question", "score_error")
+SCORE_BATCH = 32  # samples per task sent to a scoring worker
+
+
+@dataclass
+class Shard:
+    """This process handles the problems whose id hashes to `index` modulo `count`."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        from skyeval.errors import ConfigError
+
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ConfigError(f"shard.index must be in [0, shard.count), got index={self.index} count={self.count}")
+
+    @property
+    def active(self) -> bool:
+        return self.count > 1
+
+    def owns(self, problem_id: str) -> bool:
+        return not self.active or key_hash((problem_id, -1)) % self.count == self.index
+
+    @property
+    def prefix(self) -> str:
+        return f"shard-{self.index:05d}-" if self.active else ""
 
 
 @dataclass
 class Outcome:
     """What a run produced, for summary.json."""
 
-    problems: int
-    samples: int
-    generated: int
-    scored: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    resumed_samples: int = 0
+    metrics: MetricsAccumulator
+    problems: int = 0
+    samples: int = 0
+    generated: int = 0
+    scored: int = 0
+    failed: int = 0
+    resumed: int = 0
+    failures_by_stage: Counter = field(default_factory=Counter)
     interrupted: bool = False
+    metrics_summary: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, stage: str) -> dict[str, Any]:
+        """Counts, status and metrics (accounting: samples == scored + failed + missing)."""
+        missing = self.samples - self.failed - (self.scored if stage != "generate" else self.generated)
+        status = "interrupted" if self.interrupted else ("complete_with_failures" if self.failed else "complete")
+        return {
+            "status": status,
+            "counts": {"problems": self.problems, "samples": self.samples, "generated": self.generated,
+                       "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
+                       "resumed": self.resumed},
+            "failures_by_stage": dict(self.failures_by_stage),
+            "metrics": self.metrics_summary,
+        }
 
 
 def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, message: str, **retry: Any) -> dict[str, Any]:
@@ -43,159 +99,400 @@ def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, messa
             "message": message[:2000], **retry}
 
 
-def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False) -> Outcome:
-    """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`."""
+class _Earlier:
+    """Keys of what earlier runs left in the folder (hashes only), and the files they are in."""
+
+    def __init__(self, folder: RunFolder, stage: str) -> None:
+        self.parts = {kind: folder.parts(kind) for kind in ("generations", "scores", "failures")}
+        rescore = stage == "score"
+        self.generated = KeySet(key_of(r) for r in folder.records("generations"))
+        self.scored = KeySet(() if rescore else (key_of(r) for r in folder.records("scores")))
+        fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures")
+                 if not (rescore and r.get("stage") == "score")]
+        self.failed_generating = KeySet(k for k, gen in fails if gen)
+        self.failed_scoring = KeySet(k for k, gen in fails if not gen)
+
+    @property
+    def empty(self) -> bool:
+        return not (len(self.generated) or len(self.scored) or len(self.failed_generating) or len(self.failed_scoring))
+
+
+class _Recorder:
+    """The one place records are written and counted (thread-safe: the backend may pull
+    requests, and scoring results arrive, on other threads)."""
+
+    def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: "Progress") -> None:
+        self.lock = threading.RLock()
+        self.generations = folder.writer("generations", shard.prefix)
+        self.scores = folder.writer("scores", shard.prefix)
+        self.failures = folder.writer("failures", shard.prefix)
+        self.per_problem = folder.writer("scores", shard.prefix + "per_problem-")
+        self.metrics, self.progress = metrics, progress
+        self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
+        self.failures_by_stage: Counter = Counter()
+
+    def generation(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.generations.write(record)
+            self.new_generated.append(key_hash(key_of(record)))
+            self.progress.update(generated=1)
+
+    def score(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.scores.write(record)
+            self.new_scored.append(key_hash(key_of(record)))
+            self.metrics.add_score(record)
+            self._drain()
+            self.progress.update(scored=1)
+
+    def failure(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.failures.write(record)
+            self.new_failed.append(key_hash(key_of(record)))
+            self.count_failure(record)
+
+    def count_failure(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.metrics.add_failure(record)
+            self.failures_by_stage[record["stage"]] += 1
+            self._drain()
+            self.progress.update(failed=1)
+
+    def _drain(self) -> None:
+        for row in self.metrics.drain_problems():
+            self.per_problem.write(row)
+
+    def close(self) -> None:
+        with self.lock:
+            self._drain()
+            for writer in (self.generations, self.scores, self.failures, self.per_problem):
+                writer.close()
+
+
+class ScorePool:
+    """`env.score_item` on worker processes (one per core), fed in batches from a bounded
+    queue: `submit` blocks only when `max_batches` batches are in flight."""
+
+    def __init__(self, env: Env, on_done: Any, workers: int | None = None) -> None:
+        import multiprocessing
+
+        self.workers = workers or max(1, len(os.sched_getaffinity(0)))
+        self.on_done = on_done
+        self._slots = threading.BoundedSemaphore(2 * self.workers)
+        self._pending: list[Future] = []
+        self._batch: list[dict[str, Any]] = []
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_init_worker, initargs=(env, sys.path))
+
+    def submit(self, row: dict[str, Any]) -> None:
+        self._batch.append(row)
+        if len(self._batch) >= SCORE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._batch:
+            return
+        batch, self._batch = self._batch, []
+        self._slots.acquire()
+        future = self._pool.submit(_score_batch, batch)
+        future.add_done_callback(lambda f, rows=batch: self._done(f, rows))
+        self._pending = [f for f in self._pending if not f.done()] + [future]
+
+    def _done(self, future: Future, rows: list[dict[str, Any]]) -> None:
+        if future.cancelled():  # interrupted: these samples are scored on resume
+            self._slots.release()
+            return
+        try:
+            results = future.result()
+        except Exception as err:  # noqa: BLE001 - a worker died: its samples fail, the run goes on
+            results = [{"score": None, "score_error": f"{type(err).__name__}: scoring worker died: {err}"}] * len(rows)
+        finally:
+            self._slots.release()
+        for row, result in zip(rows, results):
+            self.on_done(row, result)
+
+    def close(self, cancel: bool = False) -> None:
+        if not cancel:
+            self.flush()
+            for future in list(self._pending):
+                future.exception()  # wait; errors were turned into failures by _done
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+_WORKER_ENV: Env | None = None
+
+
+def _init_worker(env: Env, path: list[str]) -> None:
+    global _WORKER_ENV
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    sys.path[:] = path
+    _WORKER_ENV = env
+    logging.getLogger("skyeval").setLevel(logging.WARNING)
+
+
+def _score_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Score rows in a worker; a scorer that raises marks its sample, never the batch."""
+    out = []
+    for row in rows:
+        try:
+            out.append({**_WORKER_ENV.score_item(row), "score_error": None})
+        except Exception as err:  # noqa: BLE001 - recorded as a score-stage failure
+            out.append({"score": None, "score_error": f"{type(err).__name__}: {err}"})
+    return out
+
+
+class Progress:
+    """Generated / scored / failed with rate and ETA: a live bar on a TTY, else a log line
+    every `every_s` seconds."""
+
+    def __init__(self, stage: str, total: int | None = None, every_s: float = 10.0) -> None:
+        self.stage, self.total, self.every_s = stage, total, every_s
+        self.counts = Counter()
+        self.start = self._last = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=stage, unit="sample", dynamic_ncols=True)
+
+    def update(self, **delta: int) -> None:
+        self.counts.update(delta)
+        done_key = "generated" if self.stage == "generate" else "scored"
+        finished = delta.get(done_key, 0) + delta.get("failed", 0)
+        if self.bar is not None:
+            self.bar.update(finished)
+            self.bar.set_postfix_str(self.line(), refresh=False)
+        elif time.monotonic() - self._last >= self.every_s:
+            self._last = time.monotonic()
+            log.info("progress: %s", self.line())
+
+    def line(self) -> str:
+        c, elapsed = self.counts, max(time.monotonic() - self.start, 1e-9)
+        done = c["generated" if self.stage == "generate" else "scored"] + c["failed"]
+        text = f"generated {c['generated']}, scored {c['scored']}, failed {c['failed']} | {done / elapsed:.0f}/s"
+        if self.total and done:
+            text += f", ETA {max(self.total - done, 0) * elapsed / done:.0f}s"
+        return text
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False, shard: Shard | None = None,
+        metrics: MetricsAccumulator | None = None, score_workers: int | None = None) -> Outcome:
+    """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`,
+    resuming whatever earlier runs of the same config left there."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
+    shard = shard or Shard()
     n = env.sampling.n
-    bad_rows: dict[Key, dict[str, Any]] = {}
+    earlier = _Earlier(folder, stage)
+    old_per_problem = list(folder.dir("scores").glob(f"{shard.prefix}per_problem-part-*.jsonl"))
+    staging = folder.path / "scores.rescoring"  # the `score` stage's new scores, swapped in at the end
+    shutil.rmtree(staging, ignore_errors=True)
+    progress = Progress(stage, total=env.limit * n if env.limit is not None else None)
+    outcome = Outcome(metrics=metrics or MetricsAccumulator(n, max_tokens=env.sampling.max_tokens))
+    recorder = _Recorder(folder, shard, outcome.metrics, progress)
+    if stage == "score":
+        recorder.scores = PartWriter(staging, shard.prefix + "part")
+    members = array("Q")  # hashes of this run's problem ids, to count earlier records
+    in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
+    rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
+
+    def scored(row: dict[str, Any], result: dict[str, Any]) -> None:
+        if result.get("score_error"):
+            recorder.failure(failure(row["id"], row["sample_idx"], "score", "ScorerError", result["score_error"]))
+        else:
+            keep = {k: v for k, v in row.items() if k not in _NOT_IN_SCORES}
+            recorder.score({**keep, **{k: v for k, v in result.items() if k != "score_error"}})
+
+    pool = ScorePool(env, scored, score_workers) if stage != "generate" else None
 
     def bad_row(index: int, err: Exception) -> None:
         log.warning("row %d of %s is malformed: %s: %s", index, env.name, type(err).__name__, err)
+        pid = f"row-{index}"
+        with recorder.lock:
+            outcome.problems += 1
+            members.append(key_hash((pid, -1)))
         for i in range(n):
-            bad_rows[(f"row-{index}", i)] = failure(f"row-{index}", i, "load", type(err).__name__, str(err), row_index=index)
+            if not _done(earlier, (pid, i), stage, retry_failures):
+                recorder.failure(failure(pid, i, "load", type(err).__name__, str(err), row_index=index))
 
-    problems = env.load_problems(on_error=bad_row)
-    generations = _current({key_of(r): r for r in read_jsonl(folder.generations)}, problems, n)
-    earlier = {key_of(r): r for r in read_jsonl(folder.failures) if r.get("stage") not in ("load", "score")}
-    if retry_failures and earlier:
-        log.info("retrying %d failed samples", len(earlier))
-        earlier = {}
-    resumed = len(generations)
-    if resumed:
-        log.info("resuming: %d of %d samples already generated", resumed, len(problems) * n)
+    def requests() -> Iterator[GenerationRequest]:
+        """Pulled lazily by the backend: one request per problem with samples to generate."""
+        for problem in env.iter_problems(on_error=bad_row):
+            pid = str(problem["id"])
+            if not shard.owns(pid):
+                continue
+            with recorder.lock:
+                outcome.problems += 1
+                members.append(key_hash((pid, -1)))
+            wanted = []
+            for i in range(n):
+                key = (pid, i)
+                if key in earlier.generated:
+                    outcome.generated += 1
+                if _done(earlier, key, stage, retry_failures):
+                    continue
+                if key in earlier.generated:
+                    rescore[pid] = problem
+                elif stage != "score":
+                    wanted.append(i)
+            if not wanted:
+                continue
+            try:
+                templated = env.apply_prompt_template_on_item(problem)
+                request = env.request_for(templated, wanted)
+            except Exception as err:  # noqa: BLE001 - one bad record never aborts the run
+                for i in wanted:
+                    recorder.failure(failure(pid, i, "template", type(err).__name__, str(err)))
+                continue
+            with recorder.lock:
+                in_flight[pid] = [templated, len(wanted)]
+            yield request
 
-    total = len(problems) + len(bad_rows) // max(n, 1)
-    outcome = Outcome(problems=total, samples=total * n, generated=0, resumed_samples=resumed)
-    new_failures: dict[Key, dict[str, Any]] = dict(bad_rows)
-    if stage != "score":
-        requests, template_failures = _plan(env, problems, n, set(generations) | set(earlier))
-        new_failures.update(template_failures)
-        append_jsonl(folder.failures, template_failures.values())
-        prompts = {r.id: r.prompt for r in requests}
-        try:
-            for result in _progress(env.backend.generate(requests, env.sampling), sum(len(r.sample_indices) for r in requests)):
-                _record(result, prompts[result.id], folder, generations, new_failures)
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            log.warning("interrupted: finished samples are saved; re-run the same command to resume")
-        finally:
-            env.backend.close()
-    outcome.generated = len(generations)
+    def generated(result: GenerationResult) -> None:
+        entry = in_flight.get(result.id)
+        prompt = entry[0].get("prompt") if entry else None
+        if result.ok:
+            record = {k: v for k, v in result.to_dict().items() if k not in ("error", "error_type")}
+            recorder.generation({**record, "prompt": prompt})
+            outcome.generated += 1
+            if pool is not None and entry is not None:
+                pool.submit({**entry[0], **record})
+        else:
+            recorder.failure(failure(result.id, result.sample_idx, "generate", result.error_type or "Error",
+                                     result.error or "", prompt=prompt))
+            log.warning("sample %s#%d failed: %s: %s", result.id, result.sample_idx, result.error_type, result.error)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                with recorder.lock:
+                    in_flight.pop(result.id, None)
 
-    failed = {k: v for k, v in {**earlier, **new_failures}.items() if k not in generations}
-    if stage in ("evaluate", "score") and not outcome.interrupted:
-        outcome.scored, score_failures = score_generations(env, problems, generations.values())
-        failed.update(score_failures)
-        replace_jsonl(folder.scores, outcome.scored)
-        replace_jsonl(folder.per_problem, per_problem(outcome.scored))
-    outcome.failures = sorted(failed.values(), key=lambda r: (r["id"], r["sample_idx"]))
-    if not outcome.interrupted:
-        replace_jsonl(folder.failures, outcome.failures)
+    try:
+        if stage == "score":
+            for _ in requests():  # nothing to generate: this walks the problems
+                pass
+        else:
+            try:
+                for result in env.backend.generate(requests(), env.sampling):
+                    generated(result)
+            finally:
+                env.backend.close()
+        if pool is not None and rescore:
+            _rescore(earlier, rescore, n, stage, retry_failures, pool)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        log.warning("interrupted: finished samples are saved; re-run the same command to resume")
+    finally:
+        if pool is not None:
+            pool.close(cancel=outcome.interrupted)
+        progress.close()
+
+    if stage == "score" and not outcome.interrupted:
+        _replace_scores(folder, staging)
+    _account(earlier, recorder, outcome, KeySet(hashes=members), n, stage)
+    outcome.metrics_summary = outcome.metrics.summary() if stage != "generate" else {}
+    recorder.close()  # after summary(): per-problem rows of problems it folded at the end
+    for path in old_per_problem:
+        path.unlink(missing_ok=True)
+    if outcome.problems == 0:
+        log.warning("env %s has no problems%s: nothing to do", env.name,
+                    f" (env.limit={env.limit})" if env.limit is not None else "")
     return outcome
 
 
-def _current(records: dict[Key, dict], problems: list[dict], n: int) -> dict[Key, dict]:
-    """Saved generations of this run's problems and sample indices (limit/n may have changed)."""
-    ids = {p["id"] for p in problems}
-    return {k: r for k, r in records.items() if k[0] in ids and k[1] < n}
+def _done(earlier: _Earlier, key: tuple[str, int], stage: str, retry_failures: bool) -> bool:
+    """Whether an earlier run finished this sample for `stage` (its records are counted later)."""
+    if stage == "evaluate" and key in earlier.scored:
+        return True
+    if stage == "generate" and key in earlier.generated:
+        return True
+    if retry_failures:
+        return False
+    if key in earlier.failed_scoring and stage != "generate":
+        return True
+    return key in earlier.failed_generating and key not in earlier.generated
 
 
-def _plan(env: Env, problems: list[dict], n: int, done: set[Key]) -> tuple[list[GenerationRequest], dict[Key, dict]]:
-    """Requests for the samples not yet done; template errors become failures."""
-    requests, failures = [], {}
-    for problem in problems:
-        wanted = [i for i in range(n) if (problem["id"], i) not in done]
-        if not wanted:
-            continue
-        try:
-            requests.append(env.request_for(env.apply_prompt_template_on_item(problem), wanted))
-        except Exception as err:  # noqa: BLE001 - one bad record never aborts the run
-            for i in wanted:
-                failures[(problem["id"], i)] = failure(problem["id"], i, "template", type(err).__name__, str(err))
-    return requests, failures
+def _rescore(earlier: _Earlier, problems: dict[str, dict], n: int, stage: str, retry_failures: bool,
+             pool: ScorePool) -> None:
+    """Score saved generations that have no score yet (a crash between generating and
+    scoring, or the `score` stage), streaming them from the earlier part files. Holds the
+    problems concerned: all of them for the `score` stage."""
+    log.info("scoring saved generations of %d problems", len(problems))
+    for record in _records(earlier.parts["generations"]):
+        key = key_of(record)
+        problem = problems.get(key[0])
+        if problem is not None and key[1] < n and not _done(earlier, key, stage, retry_failures):
+            pool.submit({**problem, **record})
 
 
-def _record(result: GenerationResult, prompt: Any, folder: RunFolder,
-            generations: dict[Key, dict], failures: dict[Key, dict]) -> None:
-    key = (result.id, result.sample_idx)
-    if result.ok:
-        record = {**result.to_dict(), "prompt": prompt}
-        del record["error"], record["error_type"]
-        generations[key] = record
-        append_jsonl(folder.generations, [record])
-        failures.pop(key, None)
-    else:
-        record = failure(result.id, result.sample_idx, "generate", result.error_type or "Error", result.error or "",
-                         prompt=prompt)
-        failures[key] = record
-        append_jsonl(folder.failures, [record])
-        log.warning("sample %s#%d failed: %s: %s", result.id, result.sample_idx, result.error_type, result.error)
+def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: KeySet, n: int, stage: str) -> None:
+    """Count what earlier runs left for this run's samples, and drop failure records that a
+    later success (or a newer failure of the same sample) superseded."""
+    new_scored, new_failed = set(recorder.new_scored), set(recorder.new_failed)
+    new_generated = set(recorder.new_generated)
+
+    def ours(key: tuple[str, int]) -> bool:
+        return key[1] < n and (key[0], -1) in members
+
+    def superseded(record: dict[str, Any]) -> bool:
+        key = key_of(record)
+        h = key_hash(key)
+        if h in new_failed or h in new_scored or key in earlier.scored:
+            return True
+        if record.get("stage") in GENERATE_STAGES:
+            return key in earlier.generated or h in new_generated
+        return stage == "score"  # a re-score replaces every earlier score failure
+
+    if stage == "evaluate":
+        for record in _records(earlier.parts["scores"]):
+            if ours(key_of(record)):
+                outcome.resumed += 1
+                with recorder.lock:
+                    recorder.metrics.add_score(record)
+                    recorder.progress.counts["scored"] += 1
+    for path in earlier.parts["failures"]:
+        kept, dropped = [], False
+        for record in read_jsonl(path):
+            if superseded(record):
+                dropped = True
+                continue
+            if ours(key_of(record)):
+                outcome.resumed += 1
+                recorder.count_failure(record)
+        if dropped:
+            _rewrite(path, (r for r in read_jsonl(path) if not superseded(r)))
+    outcome.failures_by_stage = recorder.failures_by_stage
+    outcome.failed = sum(recorder.failures_by_stage.values())
+    outcome.scored = recorder.progress.counts["scored"]
+    outcome.samples = outcome.problems * n
 
 
-def _progress(results: Iterator[GenerationResult], total: int) -> Iterable[GenerationResult]:
-    """Log progress every ~10% (and show a bar on interactive terminals)."""
-    if total == 0:
-        return
-    log.info("generating %d samples", total)
-    bar = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc="generate", unit="sample")
-    step, done, failed, start = max(1, total // 10), 0, 0, time.monotonic()
-    try:
-        for result in results:
-            done += 1
-            failed += not result.ok
-            if bar is not None:
-                bar.update(1)
-            if done % step == 0 or done == total:
-                log.info("generated %d/%d (%d failed) in %.1fs", done, total, failed, time.monotonic() - start)
-            yield result
-    finally:
-        if bar is not None:
-            bar.close()
+def _rewrite(path: Path, records: Iterator[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".compact")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
 
 
-def score_generations(env: Env, problems: list[dict], generations: Iterable[dict]) -> tuple[list[dict], dict[Key, dict]]:
-    """Score every generation in parallel (a Ray Data stage); scorer errors become failures."""
-    by_id = {p["id"]: p for p in problems}
-    rows = [{**by_id[g["id"]], **g} for g in generations]
-    if not rows:
-        return [], {}
-    from skyeval.ray_session import dataset_of
-
-    log.info("scoring %d samples", len(rows))
-    start = time.monotonic()
-    scored_rows = env.score(dataset_of(rows)).take_all()
-    scored, failures = [], {}
-    for row in scored_rows:
-        if row.get("score_error"):
-            failures[key_of(row)] = failure(row["id"], row["sample_idx"], "score", "ScorerError", row["score_error"])
-        else:
-            scored.append({k: v for k, v in row.items() if k not in _SCORE_DROP})
-    scored.sort(key=lambda r: (r["id"], r["sample_idx"]))
-    log.info("scored %d samples in %.1fs (%d scorer errors)", len(scored), time.monotonic() - start, len(failures))
-    return scored, failures
+def _replace_scores(folder: RunFolder, staging: Path) -> None:
+    """The `score` stage's new scores replace the old ones."""
+    for path in folder.parts("scores"):
+        if "per_problem" not in path.name:
+            path.unlink()
+    for path in staging.glob("*.jsonl"):
+        os.replace(path, folder.dir("scores") / path.name)
+    shutil.rmtree(staging, ignore_errors=True)
 
 
-def build_summary(outcome: Outcome, stage: str, n: int) -> dict[str, Any]:
-    """Counts, status and metrics (accounting: samples == scored + failed for evaluate)."""
-    by_stage: dict[str, int] = {}
-    for record in outcome.failures:
-        by_stage[record["stage"]] = by_stage.get(record["stage"], 0) + 1
-    status = "interrupted" if outcome.interrupted else ("complete_with_failures" if outcome.failures else "complete")
-    return {
-        "status": status,
-        "counts": {
-            "problems": outcome.problems,
-            "samples": outcome.samples,
-            "generated": outcome.generated,
-            "scored": len(outcome.scored),
-            "failed": len(outcome.failures),
-            "resumed": outcome.resumed_samples,
-        },
-        "failures_by_stage": by_stage,
-        "metrics": summarize(outcome.scored, n) if stage != "generate" else {},
-    }
+def _records(paths: list[Path]) -> Iterator[dict[str, Any]]:
+    for path in paths:
+        if "per_problem" not in path.name:
+            yield from read_jsonl(path)

@@ -1,14 +1,23 @@
-"""The run folder: generations/, scores/, failures/, summary.json, config.yaml, logs.txt.
+"""The run folder: generations/, scores/, failures/ as part files, summary.json, config.yaml,
+logs.txt, manifest.json.
 
-JSONL files are appended one flushed line per sample, so a crash loses at most the line
-being written; readers skip a torn final line. Files that are derived in full (scores,
-the final failures) are replaced atomically.
+Records are appended to part files (`generations/part-00000.jsonl`, rotating by size), one
+flushed line per record, so a SIGKILL loses nothing the OS got; `fsync` runs at most once a
+second and when a part closes. A run never appends to a part an earlier run wrote: it opens
+new ones, so a torn last line of a killed run stays alone (readers skip it). One process
+writes a folder (or one shard of it) at a time, under an `flock`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
+import socket
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -17,10 +26,17 @@ from skyeval.errors import RunFolderError
 Key = tuple[str, int]  # (problem id, sample index)
 
 RUN_FILE = "run.json"  # fingerprint of the config the folder belongs to
+KINDS = ("generations", "scores", "failures")
+PART_BYTES = 256 * 2**20  # a part file rotates past this size
+FSYNC_EVERY_S = 1.0
 
 
 class ConfigMismatchError(RunFolderError):
     """The run folder holds results of a different config."""
+
+
+class FolderLockedError(RunFolderError):
+    """Another live process is writing this run folder (or shard)."""
 
 
 class RunFolder:
@@ -28,25 +44,51 @@ class RunFolder:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self.generations = self.path / "generations" / "generations.jsonl"
-        self.scores = self.path / "scores" / "scores.jsonl"
-        self.per_problem = self.path / "scores" / "per_problem.jsonl"
-        self.failures = self.path / "failures" / "failures.jsonl"
         self.summary = self.path / "summary.json"
         self.config = self.path / "config.yaml"
         self.logs = self.path / "logs.txt"
+        self.manifest = self.path / "manifest.json"
+        self.run_file = self.path / RUN_FILE
 
-    def create(self) -> "RunFolder":
-        for sub in ("generations", "scores", "failures"):
-            (self.path / sub).mkdir(parents=True, exist_ok=True)
-        return self
+    def dir(self, kind: str) -> Path:
+        return self.path / kind
+
+    def parts(self, kind: str) -> list[Path]:
+        """Record files of `kind` in write order (part files; `<kind>.jsonl` of older folders first)."""
+        return sorted(self.dir(kind).glob("*.jsonl"), key=_part_order)
+
+    def records(self, kind: str) -> Iterator[dict[str, Any]]:
+        return iter_records(self.path, kind)
+
+    @contextlib.contextmanager
+    def lock(self, name: str = "run") -> Iterator[None]:
+        """Hold an exclusive `flock` on `.lock-<name>` for the block. A second process gets
+        FolderLockedError naming the holder; a killed holder's lock dies with it."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        path = self.path / f".lock-{name}"
+        fh = path.open("a+", encoding="utf-8")
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "unknown process"
+                raise FolderLockedError(f"{self.path} is being written by another process ({holder}); "
+                                        "wait for it to finish or stop it") from None
+            fh.seek(0)
+            fh.truncate()
+            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}")
+            fh.flush()
+            yield
+        finally:
+            fh.close()
 
     def claim(self, fingerprint: dict[str, Any], overwrite: bool = False) -> bool:
         """Bind the folder to a config fingerprint. Returns True when resuming earlier work;
         raises ConfigMismatchError when the folder belongs to another config."""
-        run_file = self.path / RUN_FILE
-        if run_file.exists() and not overwrite:
-            previous = json.loads(run_file.read_text())
+        if self.run_file.exists() and not overwrite:
+            previous = json.loads(self.run_file.read_text())
             if previous != fingerprint:
                 changed = sorted(k for k in set(previous) | set(fingerprint) if previous.get(k) != fingerprint.get(k))
                 raise ConfigMismatchError(
@@ -56,55 +98,131 @@ class RunFolder:
                 )
             return True
         if overwrite:
-            for path in (self.generations, self.scores, self.per_problem, self.failures, self.summary):
-                path.unlink(missing_ok=True)
-        self.create()
-        write_json(run_file, fingerprint)
+            for kind in KINDS:
+                for part in self.parts(kind):
+                    part.unlink()
+            for stale in (self.summary, self.manifest, *self.dir("scores").glob("per_problem*.jsonl")):
+                stale.unlink(missing_ok=True)
+        for kind in KINDS:
+            self.dir(kind).mkdir(parents=True, exist_ok=True)
+        write_json(self.run_file, fingerprint)
         return False
 
+    def writer(self, kind: str, prefix: str = "") -> "PartWriter":
+        """A writer of new part files `<kind>/<prefix>part-NNNNN.jsonl` in this folder."""
+        return PartWriter(self.dir(kind), prefix + "part", on_close=self._note_part)
 
-def append_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    """Append records and flush them to disk before returning."""
-    with path.open("a", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    def _note_part(self, path: Path, records: int) -> None:
+        """Keep manifest.json's list of part files (name, records, bytes) up to date."""
+        manifest = read_json(self.manifest) or {"layout": 2, "parts": {}}
+        kind = path.parent.name
+        entries = [e for e in manifest["parts"].get(kind, []) if e["file"] != path.name]
+        entries.append({"file": path.name, "records": records, "bytes": path.stat().st_size})
+        manifest["parts"][kind] = sorted(entries, key=lambda e: _part_order(Path(e["file"])))
+        write_json(self.manifest, manifest)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a JSONL file; a torn last line (from a crash) is skipped."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+class PartWriter:
+    """Appends JSON records to part files: flushed per record, fsync'd at most once a
+    second and on close, rotated past `max_bytes`. Never reopens an existing part."""
+
+    def __init__(self, directory: Path, stem: str = "part", max_bytes: int = PART_BYTES,
+                 on_close: Any = None) -> None:
+        self.directory, self.stem, self.max_bytes, self.on_close = directory, stem, max_bytes, on_close
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.written = 0
+        self._fh = None
+        self._path: Path | None = None
+        self._records = 0
+        self._synced = 0.0
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._fh is None or self._fh.tell() >= self.max_bytes:
+            self._rotate()
+        self._fh.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")
+        self._fh.flush()
+        self._records += 1
+        self.written += 1
+        if time.monotonic() - self._synced >= FSYNC_EVERY_S:
+            self._sync()
+
+    def _sync(self) -> None:
+        os.fsync(self._fh.fileno())
+        self._synced = time.monotonic()
+
+    def _rotate(self) -> None:
+        self._close_part()
+        seq = 1 + max((_seq(p) for p in self.directory.glob(f"{self.stem}-*.jsonl")), default=-1)
+        self._path = self.directory / f"{self.stem}-{seq:05d}.jsonl"
+        self._fh = self._path.open("x", encoding="utf-8")
+        self._records = 0
+
+    def _close_part(self) -> None:
+        if self._fh is None:
+            return
+        self._sync()
+        self._fh.close()
+        self._fh = None
+        if self.on_close is not None:
+            self.on_close(self._path, self._records)
+
+    def close(self) -> None:
+        self._close_part()
+
+    def __enter__(self) -> "PartWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class KeySet:
+    """A compact, sorted set of sample keys (8-byte hashes): resume and accounting look-ups
+    over millions of samples without holding their ids."""
+
+    def __init__(self, keys: Iterable[Key] = (), hashes: Iterable[int] = ()) -> None:
+        import numpy as np
+
+        self._np = np
+        hashed = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64)
+        self._sorted = np.unique(np.concatenate([hashed, np.fromiter(hashes, dtype=np.uint64)]))
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __contains__(self, key: Key) -> bool:
+        h = self._np.uint64(key_hash(key))
+        i = int(self._np.searchsorted(self._sorted, h))
+        return i < len(self._sorted) and self._sorted[i] == h
+
+
+def key_hash(key: Key) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{key[0]}\x00{key[1]}".encode(), digest_size=8).digest(), "little")
 
 
 def iter_records(run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
     """Records of a run folder's `generations`, `scores` or `failures`, streamed file by
     file (part files, or the single file of older folders); torn lines are skipped."""
-    for path in sorted((Path(run_dir) / kind).glob("*.jsonl")):
-        if path.name == "per_problem.jsonl" or path.name.startswith("per_problem"):
+    for path in RunFolder(run_dir).parts(kind):
+        if path.name.startswith("per_problem"):
             continue
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+        yield from read_jsonl(path)
 
 
-def replace_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    """Write a whole JSONL file atomically."""
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    append_jsonl(tmp, records)
-    os.replace(tmp, path)
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of one JSONL file, streamed; a torn line (from a crash) is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -113,18 +231,22 @@ def write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_rows(rows: list[dict[str, Any]], path: Path, format: str = "jsonl") -> Path:
+def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl") -> Path:
     """Save rows as json (one list), jsonl or parquet."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "jsonl":
-        replace_jsonl(path, rows)
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
+        os.replace(tmp, path)
     elif format == "json":
-        write_json(path, rows)
+        write_json(path, list(rows))
     elif format == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.Table.from_pylist(rows), path)
+        pq.write_table(pa.Table.from_pylist(list(rows)), path)
     else:
         raise ValueError(f"unknown format {format!r}: use json, jsonl or parquet")
     return path
@@ -132,6 +254,20 @@ def write_rows(rows: list[dict[str, Any]], path: Path, format: str = "jsonl") ->
 
 def key_of(record: dict[str, Any]) -> Key:
     return (str(record["id"]), int(record["sample_idx"]))
+
+
+def _seq(path: Path) -> int:
+    try:
+        return int(path.stem.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def _part_order(path: Path) -> tuple[str, int]:
+    """Older single files (`scores.jsonl`) first, then parts by writer prefix and number."""
+    if "part-" not in path.name:
+        return ("", -1)
+    return (path.name.rsplit("part-", 1)[0], _seq(path))
 
 
 def _jsonable(value: Any) -> Any:

@@ -13,20 +13,13 @@ from typing import Any, Iterator
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from skyeval.config import CONF_DIR, redact, register_resolvers
-from skyeval.errors import SkyevalError
+from skyeval.config import CONF_DIR, fingerprint, redact, register_resolvers
+from skyeval.errors import ConfigError, SkyevalError
+from skyeval.results import RunFolder, write_json
 
 log = logging.getLogger("skyeval")
 
-# Model-config keys that change how requests are sent, not what is generated.
-OPERATIONAL_KEYS = {"api_url", "api_key_env", "timeout_s", "max_retries", "requests_per_minute",
-                    "tokens_per_minute", "ray_address", "num_replicas", "batch_size", "use_cpu"}
-
 register_resolvers()
-
-
-class UsageError(SkyevalError):
-    """Bad input from the user: reported in one clear line, nothing written or lost."""
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -38,71 +31,103 @@ def main(cfg: DictConfig) -> None:
         with clear_errors():
             execute(cfg, run_dir)
     finally:
-        if run_dir.is_dir() and not any(run_dir.iterdir()):  # Hydra made it; bad input left it empty
-            run_dir.rmdir()
+        _remove_if_unused(run_dir)
+
+
+def _remove_if_unused(run_dir: Path) -> None:
+    """Hydra makes the folder before we run: bad input leaves it empty (but for lock files)."""
+    import shutil
+
+    if run_dir.is_dir() and all(p.name.startswith(".lock-") for p in run_dir.iterdir()):
+        try:
+            with RunFolder(run_dir).lock():
+                shutil.rmtree(run_dir)
+        except SkyevalError:  # another process is starting in it
+            pass
 
 
 @contextlib.contextmanager
 def clear_errors() -> Iterator[None]:
-    """Bad input (unknown env or knob, missing value, other config's folder, unreadable
-    data, an unusable sandbox) is reported in one line with exit code 2, not a traceback."""
-    from skyeval.envs.registry import UnknownEnvError
-    from skyeval.results import ConfigMismatchError
-    from skyeval.scorers.sandbox import SandboxSetupError
-
-    bad_input = (UsageError, UnknownEnvError, ConfigMismatchError, SandboxSetupError, FileNotFoundError,
-                 ConnectionError, ImportError, ValueError)
+    """The project's own errors (bad config, unknown env or knob, a folder of another config
+    or in use, missing data, an unusable sandbox, a missing optional package) are one line
+    and exit code 2. Anything else is a bug: exit code 1, its traceback in logs.txt."""
     try:
         yield
-    except bad_input as err:
+    except SkyevalError as err:
         _fail(err)
-    except TypeError as err:
-        if "knob" not in str(err):
+    except Exception as err:  # noqa: BLE001 - a bug: keep the traceback, point to it
+        files = [h.baseFilename for h in log.handlers if isinstance(h, logging.FileHandler)]
+        if not files:
             raise
-        _fail(err)
+        log.handlers and _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "unexpected error",
+                                                  (), sys.exc_info()))
+        print(f"skyeval: internal error: {type(err).__name__}: {err}\n"
+              f"  the traceback is in {files[0]}; finished samples are saved (re-run the same command to resume)",
+              file=sys.stderr)
+        sys.exit(1)
+
+
+def _to_files(record: logging.LogRecord) -> None:
+    for handler in log.handlers:  # logs.txt when the run folder has one; the console gets one line
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
 
 
 def _fail(err: Exception) -> None:
-    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None)
-    for handler in log.handlers:  # into logs.txt when the run folder has one; the console gets one line
-        if isinstance(handler, logging.FileHandler):
-            handler.handle(record)
+    _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None))
     print(f"skyeval: error: {err}", file=sys.stderr)
     sys.exit(2)
 
 
 def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Run `cfg.stage` into `run_dir` and return the summary written there."""
+    resolved = resolve(cfg)
+    shard = pipeline_shard(resolved)
+    folder = RunFolder(run_dir)
+    with folder.lock(f"shard-{shard.index}" if shard.active else "run"):
+        return _execute(resolved, folder, shard)
+
+
+def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
     from skyeval import pipeline
     from skyeval.logs import setup_logging
+    from skyeval.metrics import MetricsAccumulator
     from skyeval.provenance import describe_run
-    from skyeval.results import RunFolder, write_json
 
-    resolved = resolve(cfg)
-    folder = RunFolder(run_dir)
+    stage = resolved["stage"]
     setup_logging(folder.logs, resolved["logging"].get("level", "INFO"))
     env = build_env(resolved)
-    env.setup(
-        instantiate_model_config(resolved["model_config"]),
-        scaling_config=_scaling(resolved.get("scaling") or {}),
-        template=resolved.get("template"),
-        sampling_params=resolved.get("sampling_params"),
-    )
+    sampling = resolved.get("sampling_params") or {}
+    if stage == "score":  # re-scoring needs no model: no backend, key or server
+        from skyeval.backends.base import SamplingParams
+
+        env.sampling = SamplingParams(**sampling)
+        env.model_source = resolved["model_config"].get("model_source")
+    else:
+        env.setup(
+            instantiate_model_config(resolved["model_config"]),
+            scaling_config=_scaling(resolved.get("scaling") or {}),
+            template=resolved.get("template"),
+            sampling_params=sampling,
+        )
     # checked before any work: a sandbox that can't run fails here, not after generating
-    scoring = env.describe_scoring() if resolved["stage"] != "generate" else {}
+    scoring = env.describe_scoring() if stage != "generate" else {}
     resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
     folder.config.write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))), encoding="utf-8")
-    log.info("%s %s with %s -> %s%s", resolved["stage"], env.name, env.model_source, run_dir, " (resuming)" if resumed else "")
+    log.info("%s %s with %s -> %s%s", stage, env.name, env.model_source, folder.path, " (resuming)" if resumed else "")
 
     start = time.monotonic()
-    outcome = pipeline.run(env, folder, resolved["stage"], retry_failures=bool(resolved.get("retry_failures")))
+    metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
+                                 extra_scores=_scorer_names(env), metrics=resolved.get("metrics"))
+    outcome = pipeline.run(env, folder, stage, retry_failures=bool(resolved.get("retry_failures")),
+                           shard=shard, metrics=metrics)
     summary = {
         "env": env.name,
         "model": env.model_source,
-        "stage": resolved["stage"],
-        **pipeline.build_summary(outcome, resolved["stage"], env.sampling.n),
-        "run_dir": str(run_dir),
-        "backend": redact(env.backend.describe()),
+        "stage": stage,
+        **outcome.summary(stage),
+        "run_dir": str(folder.path),
+        "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": scoring,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
@@ -115,16 +140,30 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     return summary
 
 
+def _scorer_names(env) -> list[str]:
+    names = getattr(env, "scorer_names", None)
+    return list(names()) if callable(names) else []
+
+
+def pipeline_shard(resolved: dict[str, Any]):
+    from skyeval.pipeline import Shard
+
+    section = resolved.get("shard") or {}
+    return Shard(index=int(section.get("index", 0)), count=int(section.get("count", 1)))
+
+
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The config as plain data (interpolations resolved), with clear errors for gaps."""
-    from omegaconf.errors import MissingMandatoryValue
+    from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
     if "env" not in cfg:
-        raise UsageError("no benchmark selected: add +env=NAME (see conf/env/) or an `env:` section")
+        raise ConfigError("no benchmark selected: add +env=NAME (see conf/env/) or an `env:` section")
     try:
         resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except MissingMandatoryValue as err:
-        raise UsageError(f"missing required value {err.full_key}: set it on the command line, e.g. {err.full_key}=...") from None
+        raise ConfigError(f"missing required value {err.full_key}: set it on the command line, e.g. {err.full_key}=...") from None
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"config error: {str(err).splitlines()[0]}") from None
     for module in resolved.get("imports") or []:
         importlib.import_module(module)
     return resolved
@@ -140,7 +179,7 @@ def build_env(resolved: dict[str, Any]):
     if "_target_" in section:
         return build_from_config(section)
     if "name" not in section:
-        raise UsageError("the env section needs `name` (a packaged or registered env) or `_target_`")
+        raise ConfigError("the env section needs `name` (a packaged or registered env) or `_target_`")
     return SkyEnvBuilder.build(section.pop("name"), section)
 
 
@@ -148,17 +187,13 @@ def instantiate_model_config(section: dict[str, Any]) -> Any:
     from hydra.utils import instantiate
 
     if "_target_" not in section:
-        raise UsageError("model_config needs `_target_`: pick one with model_config=reference|openai|vllm|ray")
+        raise ConfigError("model_config needs `_target_`: pick one with model_config=reference|openai|vllm|ray")
+    if section["_target_"].endswith("ReferenceConfig") and section.get("model_source") not in (None, "reference"):
+        raise ConfigError(
+            f"model_config.model_source={section['model_source']} but no backend is chosen, so the reference "
+            "backend (which replays gold answers) would run: pick one with model_config=openai|vllm|ray "
+            "(or `type:` in a config file)")
     return instantiate(section, _convert_="all")
-
-
-def fingerprint(resolved: dict[str, Any]) -> dict[str, Any]:
-    """What decides whether saved generations may be reused. `limit` and `n` are left out:
-    growing a run reuses its samples, since each sample has its own index and seed."""
-    env = {k: v for k, v in resolved["env"].items() if k not in ("limit", "data_dir")}
-    model = {k: v for k, v in resolved["model_config"].items() if k not in OPERATIONAL_KEYS}
-    sampling = {k: v for k, v in resolved["sampling_params"].items() if k != "n"}
-    return redact({"env": env, "template": resolved.get("template"), "model": model, "sampling": sampling})
 
 
 def _scaling(section: dict[str, Any]):
@@ -167,15 +202,24 @@ def _scaling(section: dict[str, Any]):
     return ScalingConfig(**section)
 
 
-def _report(summary: dict[str, Any], folder) -> None:
-    counts = summary["counts"]
-    accuracy = summary["metrics"].get("accuracy")
+def _report(summary: dict[str, Any], folder: RunFolder) -> None:
+    """One console line: counts, then the headline accuracy with its interval, saying when
+    failed samples are counted as wrong and naming the truncated rate when there is one."""
+    counts, metrics = summary["counts"], summary["metrics"]
     line = f"{summary['status']}: {summary['env']} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
-    if accuracy is not None:
-        line += f" | accuracy {accuracy:.4f}"
+    if metrics.get("accuracy") is not None:
+        line += f" | accuracy {metrics['accuracy']:.4f}"
+        interval = (metrics.get("intervals") or {}).get("accuracy")
+        if interval and interval.get("ci95"):
+            low, high = interval["ci95"]
+            line += f" (95% CI {low:.4f}-{high:.4f}, {interval['problems']} problems x n={interval['n']})"
+        if counts["failed"] and metrics.get("accuracy_scored_only") is not None:
+            line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
+    if metrics.get("truncated_rate"):
+        line += f" | truncated {metrics['truncated_rate']:.1%}"
     log.info("%s | run folder %s", line, folder.path)
     if counts["failed"]:
-        log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.failures)
+        log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
     print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
 
 

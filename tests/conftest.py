@@ -47,4 +47,13 @@ def load_summary(run_dir: Path) -> dict:
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSONL file, or of a run folder's `generations`/`scores`/`failures` (its part files)."""
+    if path.is_dir():
+        from skyeval.results import iter_records
+
+        return list(iter_records(path.parent, path.name))
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def per_problem_rows(run_dir: Path) -> list[dict]:
+    return [r for p in sorted((run_dir / "scores").glob("*per_problem*.jsonl")) for r in read_jsonl(p)]

@@ -62,14 +62,14 @@ def wait_for_lines(path: Path, count: int, timeout: float = 120) -> None:
 
 
 def scores_by_key(run_dir: Path) -> dict[tuple, tuple]:
-    return {(r["id"], r["sample_idx"]): (r["generation"], r["score"]) for r in read_jsonl(run_dir / "scores/scores.jsonl")}
+    return {(r["id"], r["sample_idx"]): (r["generation"], r["score"]) for r in read_jsonl(run_dir / "scores")}
 
 
 def test_sigkill_mid_generation_then_resume_equals_uninterrupted_run(tmp_path, server, data_dir):
     url, log = server("--latency", "0.25")
     killed = tmp_path / "killed"
     proc = start_cli(cli_args(url, killed, 40), tmp_path)
-    generations = killed / "run" / "generations" / "generations.jsonl"
+    generations = killed / "run" / "generations"
     wait_for_lines(generations, 10)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(10)
@@ -97,8 +97,8 @@ def test_permanent_failures_are_recorded_then_retried_when_healed(tmp_path, serv
     run_cli(*cli_args(url, results, 50), cwd=tmp_path)
     run_dir = results / "run"
     summary = load_summary(run_dir)
-    failures = read_jsonl(run_dir / "failures/failures.jsonl")
-    scored = read_jsonl(run_dir / "scores/scores.jsonl")
+    failures = read_jsonl(run_dir / "failures")
+    scored = read_jsonl(run_dir / "scores")
     never_answered = {e["prompt_key"] for e in map(json.loads, log.read_text().splitlines())} - {
         e["prompt_key"] for e in map(json.loads, log.read_text().splitlines()) if e.get("fault") is None}
     assert len(failures) == len(never_answered) > 0
@@ -114,7 +114,7 @@ def test_permanent_failures_are_recorded_then_retried_when_healed(tmp_path, serv
     run_cli(*cli_args(url, results, 50, "retry_failures=true"), cwd=tmp_path)
     summary = load_summary(run_dir)
     assert summary["status"] == "complete" and summary["counts"]["scored"] == 50
-    assert read_jsonl(run_dir / "failures/failures.jsonl") == []
+    assert read_jsonl(run_dir / "failures") == []
     assert len(log.read_text().splitlines()) - requests_before == len(failures)  # only the failed ones
 
 
@@ -122,7 +122,7 @@ def test_ctrl_c_leaves_a_resumable_folder_and_a_readable_message(tmp_path, serve
     url, _ = server("--latency", "0.25")
     results = tmp_path / "out"
     proc = start_cli(cli_args(url, results, 40), tmp_path)
-    wait_for_lines(results / "run" / "generations" / "generations.jsonl", 5)
+    wait_for_lines(results / "run" / "generations", 5)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
