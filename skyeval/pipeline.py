@@ -35,7 +35,8 @@ log = logging.getLogger("skyeval")
 
 STAGES = ("evaluate", "generate", "score")
 GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
-_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "question", "score_error")
+# Score records stay small: the texts are in generations/ (and the dataset), joined by key.
+_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "question", "problem", "generation", "reasoning", "score_error")
 SCORE_BATCH = 32  # samples per task sent to a scoring worker
 
 
@@ -328,8 +329,8 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
             with recorder.lock:
                 outcome.problems += 1
                 members.append(key_hash((pid, -1)))
-            wanted = []
-            for i in range(n):
+            wanted = [] if not earlier.empty else (list(range(n)) if stage != "score" else [])
+            for i in range(n) if not earlier.empty else ():
                 key = (pid, i)
                 if key in earlier.generated:
                     outcome.generated += 1
