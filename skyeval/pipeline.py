@@ -183,7 +183,7 @@ class ScorePool:
         self._pending: list[Future] = []
         self._batch: list[dict[str, Any]] = []
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_init_worker, initargs=(env, sys.path))
+                                         initializer=_init_worker, initargs=(env, sys.path, os.getpid()))
 
     def submit(self, row: dict[str, Any]) -> None:
         self._batch.append(row)
@@ -223,12 +223,20 @@ class ScorePool:
 _WORKER_ENV: Env | None = None
 
 
-def _init_worker(env: Env, path: list[str]) -> None:
+def _init_worker(env: Env, path: list[str], driver: int) -> None:
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    threading.Thread(target=_exit_with, args=(driver,), daemon=True).start()
     sys.path[:] = path
     _WORKER_ENV = env
     logging.getLogger("skyeval").setLevel(logging.WARNING)
+
+
+def _exit_with(driver: int) -> None:
+    """A worker outlives a SIGKILLed driver otherwise (it holds its own queue's write end)."""
+    while os.getppid() == driver:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _score_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
