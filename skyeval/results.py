@@ -27,7 +27,7 @@ Key = tuple[str, int]  # (problem id, sample index)
 
 RUN_FILE = "run.json"  # fingerprint of the config the folder belongs to
 KINDS = ("generations", "scores", "failures")
-PART_BYTES = 256 * 2**20  # a part file rotates past this size
+PART_BYTES = int(os.environ.get("SKYEVAL_PART_BYTES", 256 * 2**20))  # a part file rotates past this size
 FSYNC_EVERY_S = 1.0
 
 

@@ -62,7 +62,8 @@ def wait_for_lines(path: Path, count: int, timeout: float = 120) -> None:
 
 
 def scores_by_key(run_dir: Path) -> dict[tuple, tuple]:
-    return {(r["id"], r["sample_idx"]): (r["generation"], r["score"]) for r in read_jsonl(run_dir / "scores")}
+    texts = {(r["id"], r["sample_idx"]): r["generation"] for r in read_jsonl(run_dir / "generations")}
+    return {(r["id"], r["sample_idx"]): (texts[(r["id"], r["sample_idx"])], r["score"]) for r in read_jsonl(run_dir / "scores")}
 
 
 def test_sigkill_mid_generation_then_resume_equals_uninterrupted_run(tmp_path, server, data_dir):
@@ -158,3 +159,32 @@ def test_unreachable_endpoint_is_a_clear_error_before_any_work(tmp_path, data_di
     proc = run_cli(*cli_args(f"http://127.0.0.1:{port}/v1", tmp_path / "out", 3), cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "cannot reach" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "run" / "generations").exists()
+
+
+def test_score_rescores_without_a_model_key_or_server(tmp_path, server, data_dir):
+    url, _ = server()
+    results = tmp_path / "out"
+    run_cli(*cli_args(url, results, 4, "model_config.api_key_env=OPENAI_API_KEY"), cwd=tmp_path,
+            env={"OPENAI_API_KEY": "sk-test-only-for-this-run"})
+    before = scores_by_key(results / "run")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # and the server is gone
+    subprocess.run(["pkill", "-f", "fault_server.py --port 0 --log " + str(tmp_path)], check=False)
+    proc = subprocess.run([sys.executable, "-m", "skyeval.cli", "score", f"run_dir={results / 'run'}"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert scores_by_key(results / "run") == before
+    summary = load_summary(results / "run")
+    assert summary["stage"] == "score" and summary["counts"]["scored"] == 4
+    assert "sk-test-only" not in "".join(p.read_text() for p in (results / "run").rglob("*") if p.is_file())
+
+
+def test_failures_outside_the_current_n_are_not_counted(tmp_path, server, data_dir):
+    url, _ = server("--fail-fraction", "1.0")
+    results = tmp_path / "out"
+    run_cli(*cli_args(url, results, 2, "sampling_params.n=2", "sampling_params.temperature=0.5"), cwd=tmp_path,
+            check=False)
+    again = run_cli(*cli_args(url, results, 2, "sampling_params.n=1", "sampling_params.temperature=0.5"), cwd=tmp_path,
+                    check=False)
+    summary = load_summary(results / "run")
+    assert summary["counts"]["samples"] == 2 and summary["counts"]["failed"] == 2, again.stderr
+    assert summary["metrics"]["accuracy"] == 0.0

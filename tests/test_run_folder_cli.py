@@ -1,0 +1,127 @@
+"""Run folders through the real CLI: one folder per sweep point, one writer per folder, a
+SIGKILL between part rotations loses nothing, and errors say what they are."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, load_summary, read_jsonl, run_cli
+
+GSM8K = ("evaluate", "+env=gsm8k", "model_config=reference")
+
+
+def folders(results: Path) -> list[Path]:
+    return sorted(p for p in results.iterdir() if p.is_dir())
+
+
+def test_a_sweep_over_seeds_gives_each_point_its_own_folder(tmp_path, data_dir):
+    results = tmp_path / "out"
+    proc = run_cli(*GSM8K, "env.limit=3", f"logging.results_dir={results}", "-m", "sampling_params.seed=0,1", cwd=tmp_path)
+    made = folders(results)
+    assert len(made) == 2, proc.stdout
+    assert all(p.name.startswith("gsm8k_reference_t0.0_") for p in made)
+    assert {load_summary(p)["config"]["sampling_params"]["seed"] for p in made} == {0, 1}
+    # the same command again finds its folders (resume), and a larger limit reuses them
+    run_cli(*GSM8K, "env.limit=4", f"logging.results_dir={results}", "-m", "sampling_params.seed=0,1", cwd=tmp_path)
+    assert folders(results) == made
+    assert [load_summary(p)["counts"]["resumed"] for p in made] == [3, 3]
+
+
+def test_max_tokens_is_written_and_fingerprinted_not_redacted(tmp_path, data_dir):
+    results = tmp_path / "out"
+    run_cli(*GSM8K, "env.limit=2", "sampling_params.max_tokens=77", f"logging.results_dir={results}", cwd=tmp_path)
+    run_cli(*GSM8K, "env.limit=2", "sampling_params.max_tokens=78", f"logging.results_dir={results}", cwd=tmp_path)
+    made = folders(results)
+    assert len(made) == 2  # another max_tokens never resumes the old generations
+    for folder, value in zip(made, sorted(load_summary(p)["config"]["sampling_params"]["max_tokens"] for p in made)):
+        text = "".join((folder / f).read_text() for f in ("config.yaml", "run.json", "summary.json"))
+        assert "REDACTED" not in text
+    fingerprints = [json.loads((p / "run.json").read_text())["sampling"]["max_tokens"] for p in made]
+    assert sorted(fingerprints) == [77, 78]
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path, data_dir):
+    args = [*GSM8K, "sampling_params.n=16", f"logging.results_dir={tmp_path / 'out'}", "logging.experiment_name=run"]
+    first = subprocess.Popen([sys.executable, "-m", "skyeval.cli", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    lock = tmp_path / "out" / "run" / ".lock-run"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (lock.exists() and lock.read_text()):
+        time.sleep(0.05)
+    second = run_cli(*args, cwd=tmp_path, check=False)
+    first.wait(300)
+    assert second.returncode == 2, second.stderr
+    message = second.stderr.strip().splitlines()
+    assert len(message) == 1 and f"pid {first.pid} on " in message[0] and "since" in message[0]
+    assert first.returncode == 0 and load_summary(tmp_path / "out" / "run")["counts"]["scored"] == 1319 * 16
+
+
+def test_sigkill_between_part_rotations_loses_nothing(tmp_path, data_dir):
+    args = [*GSM8K, "sampling_params.n=4", f"logging.results_dir={tmp_path / 'out'}", "logging.experiment_name=run"]
+    env = {**os.environ, "SKYEVAL_PART_BYTES": "20000"}  # a new part every few dozen records
+    proc = subprocess.Popen([sys.executable, "-m", "skyeval.cli", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = tmp_path / "out" / "run"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((run_dir / "scores").glob("part-*.jsonl"))) < 5:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    parts_before = len(list((run_dir / "generations").glob("part-*.jsonl")))
+    assert parts_before >= 2
+    run_cli(*args, cwd=tmp_path, env={"SKYEVAL_PART_BYTES": "20000"})
+    keys = Counter((r["id"], r["sample_idx"]) for r in read_jsonl(run_dir / "scores"))
+    assert len(keys) == 1319 * 4 and set(keys.values()) == {1}  # every sample scored exactly once
+    assert read_jsonl(run_dir / "failures") == []
+    generated = Counter((r["id"], r["sample_idx"]) for r in read_jsonl(run_dir / "generations"))
+    assert set(generated.values()) == {1}  # nothing generated twice
+    summary = load_summary(run_dir)
+    assert summary["counts"]["scored"] == 1319 * 4 and summary["metrics"]["accuracy"] == 1.0
+    assert summary["counts"]["resumed"] > 0
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert len(manifest["parts"]["generations"]) >= parts_before
+
+
+def test_a_model_without_a_backend_is_refused(tmp_path, data_dir):
+    proc = run_cli(*GSM8K[:2], "model_config.model_source=Novasky/Sky-T1", f"logging.results_dir={tmp_path}",
+                   cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "model_config=openai|vllm|ray" in proc.stderr
+    assert "Traceback" not in proc.stderr and not any(tmp_path.glob("*/summary.json"))
+
+
+def test_a_bug_exits_1_with_its_traceback_in_logs(tmp_path, data_dir):
+    results = tmp_path / "out"
+    config = tmp_path / "buggy.yaml"
+    config.write_text("imports: [tests.fixtures.buggy_env_plugin]\nenv: {name: BUGGY}\n")
+    proc = run_cli("evaluate", "--config", str(config), f"logging.results_dir={results}", "logging.experiment_name=run",
+                   cwd=REPO, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error: ZeroDivisionError" in proc.stderr and "logs.txt" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    logs = (results / "run" / "logs.txt").read_text()
+    assert "Traceback" in logs and "1 / 0" in logs
+
+
+def test_an_empty_selection_says_so(tmp_path, data_dir):
+    proc = run_cli(*GSM8K, "env.limit=0", f"logging.results_dir={tmp_path}", cwd=tmp_path)
+    assert "has no problems" in proc.stderr
+    summary = load_summary(next(tmp_path.glob("gsm8k_*")))
+    assert summary["counts"]["samples"] == 0 and summary["metrics"]["accuracy"] is None
+
+
+@pytest.mark.parametrize("override", ["sampling_params.n=0", "sampling_params.n=-2", "env.limit=-3", "env.limit=ten",
+                                      "sampling_params.temperature=-1"])
+def test_nonsense_values_are_refused_up_front(tmp_path, data_dir, override):
+    proc = run_cli(*GSM8K, override, f"logging.results_dir={tmp_path}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2, (override, proc.stdout, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not any(tmp_path.glob("*/generations/*.jsonl"))
