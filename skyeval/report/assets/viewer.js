@@ -209,7 +209,7 @@ async function renderDiff() {
   }
   diffs.sort((p, q2) => Math.abs(q2[3]) - Math.abs(p[3]) || (p[0] < q2[0] ? -1 : 1));
   const shown = diffs.slice(0, state.limit);
-  $("list").tHead.innerHTML = `<tr><th>Problem</th><th>A right</th><th>B right</th><th>Change</th></tr>`;
+  $("list").tHead.innerHTML = `<tr><th>Problem</th><th title="samples run A answered right / samples">A right</th><th title="samples run B answered right / samples">B right</th><th>Change</th></tr>`;
   body.innerHTML = shown.map(([pid, x, y, change], i) =>
     `<tr data-i="${i}"><td>${esc(pid)}</td><td>${x.right}/${x.n}</td><td>${y.right}/${y.n}</td>` +
     `<td>${change > 0 ? '<span class="badge b-correct">▲ B better</span>' : '<span class="badge b-wrong">▼ B worse</span>'}</td></tr>`).join("");
@@ -217,7 +217,7 @@ async function renderDiff() {
     const tr = e.target.closest("tr");
     if (tr) { selectRow(tr); showPair(a, b, shown[+tr.dataset.i]); }
   };
-  const label = { all: "disagree", won: "B gets right more often than A", lost: "B gets right less often than A" }[state.which];
+  const label = { all: "A and B disagree", won: "B gets right more often than A", lost: "B gets right less often than A" }[state.which];
   $("count").dataset.count = diffs.length;
   $("count").textContent = `${num(diffs.length)} problems where ${label} (of ${num(shared)} problems in both runs)`;
   $("more").hidden = diffs.length <= shown.length;
@@ -287,7 +287,7 @@ function init() {
   $("f-env").onchange = e => { state.env = e.target.value; state.limit = PAGE; render(); };
   $("f-model").onchange = e => { state.model = e.target.value; state.limit = PAGE; render(); };
   let timer;
-  $("f-search").oninput = e => { clearTimeout(timer); timer = setTimeout(() => { state.search = e.target.value; state.limit = PAGE; render(); }, 150); };
+  $("f-search").oninput = e => { document.body.dataset.loading = "1"; clearTimeout(timer); timer = setTimeout(() => { state.search = e.target.value; state.limit = PAGE; render(); }, 150); };
   $("d-search").oninput = e => { state.dsearch = e.target.value; state.limit = PAGE; render(); };
   pills("f-outcome", "outcome", "outcome");
   pills("d-which", "which", "which");
