@@ -62,7 +62,7 @@ def _pass_at_k(ax, group) -> bool:
                             [v if hi is None else hi for hi, v in zip(highs, values)], color=line.get_color(), alpha=0.15)
         drawn = True
     if drawn:
-        ax.set_xscale("log", base=2)
+        _log2_axis(ax)
         ax.set_xlabel("k (samples per problem)")
         ax.set_ylabel("pass@k (95% interval shaded)")
     return drawn
@@ -99,7 +99,7 @@ def _versus(setting: str):
         if drawn:
             ax.set_xlabel("temperature" if setting == "temperature" else "max_tokens")
             if setting == "max_tokens":
-                ax.set_xscale("log", base=2)
+                _log2_axis(ax)
             ax.set_ylabel("accuracy (95% interval)")
         return drawn
 
@@ -147,6 +147,13 @@ def budget_points(budget: Any) -> list[tuple[float, float]]:
         except (TypeError, ValueError):
             continue
     return sorted(points)
+
+
+def _log2_axis(ax) -> None:
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
 
 
 def _bounds(run: RunInfo, metric: str, value: float) -> tuple[Any, Any]:
