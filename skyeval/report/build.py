@@ -110,7 +110,7 @@ def _rate(value: float | None) -> str:
 
 
 def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
-    return [[label, run.env, run.model, run.status or DASH, fmt(run.temperature, 2), fmt(run.max_tokens), fmt(run.n),
+    return [[label, run.env, run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
              fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
              _rate(run.truncated_rate), _rate(run.failed_rate)] for run, label in zip(runs, labels)]
 

@@ -118,7 +118,7 @@ def _rates(plt, runs, labels, out_dir: Path) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("share of samples")
     ax.set_xlim(0, max(0.05, *truncated, *failed) * 1.15)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="best")
     ax.set_title("truncated and failed samples per run")
     fig.tight_layout()
     fig.savefig(out_dir / "rates.png")
@@ -150,10 +150,11 @@ def budget_points(budget: Any) -> list[tuple[float, float]]:
 
 
 def _log2_axis(ax) -> None:
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _bounds(run: RunInfo, metric: str, value: float) -> tuple[Any, Any]:

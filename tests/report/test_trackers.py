@@ -31,12 +31,13 @@ def test_metric_names_and_rows(run):
 
 
 def test_wandb_offline(run, monkeypatch):
-    pytest.importorskip("wandb", reason="needs wandb (pip install -e '.[dev]')")
+    wandb = pytest.importorskip("wandb", reason="needs wandb (pip install -e '.[dev]')")
     path, summary = run
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     trackers.log_run(summary, path, {"logging": {"wandb": True, "experiment_name": "gsm8k_test"},
                                      "sampling_params": {"n": 2}})
+    wandb.teardown()  # what process exit does: wait for W&B's service to flush the run file
     [offline] = (path / "wandb").glob("offline-run-*")
     [table] = (offline / "files" / "media" / "table").glob("samples_*.table.json")
     data = json.loads(table.read_text())
