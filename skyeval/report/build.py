@@ -1,0 +1,220 @@
+"""`python -m skyeval.cli report DIR... [--out DIR] [--no-viewer]`
+
+Scans the given folders (a sweep's root, several roots, or run folders themselves) for run
+folders and writes, into --out (default: report/ under the first DIR):
+  index.html   the models × benchmarks table with 95% intervals, every run, the plots
+  summary.md   the same tables in Markdown
+  runs.csv     one row per run
+  *.png        pass@k curves, accuracy vs temperature / vs budget, truncated and failed rates
+  viewer.html  the per-sample viewer (works from file://; copy the folder anywhere)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from skyeval.errors import DataNotFoundError, SkyevalError
+from skyeval.report.runs import DASH, RunInfo, find_runs, fmt
+
+CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
+              "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
+              "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "path"]
+
+
+def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True) -> Path:
+    """Write the report of every run under `roots`; returns the path of index.html."""
+    runs = find_runs(roots)
+    if not runs:
+        raise DataNotFoundError(f"no run folder (a folder with summary.json) under {', '.join(map(str, roots))}")
+    out = Path(out_dir) if out_dir else Path(roots[0]) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    labels = run_labels(runs)
+    rows, envs, table = models_by_benchmarks(runs, labels)
+
+    from skyeval.report.plots import write_plots
+
+    plots = write_plots(runs, labels, out)
+    _write_csv(runs, labels, out / "runs.csv")
+    (out / "summary.md").write_text(_markdown(runs, labels, rows, envs, table, plots), encoding="utf-8")
+    if viewer:
+        from skyeval.report.viewer import write_viewer
+
+        write_viewer(runs, labels, out)
+    (out / "index.html").write_text(_html(runs, labels, rows, envs, table, plots, viewer), encoding="utf-8")
+    return out / "index.html"
+
+
+def run_labels(runs: list[RunInfo]) -> list[str]:
+    """"model · env", plus the settings that differ between runs of the same model and env."""
+    groups: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        groups[(run.model, run.env)].append(run)
+    labels = []
+    for run in runs:
+        group = groups[(run.model, run.env)]
+        varying = [k for k in ("T", "n", "max_tokens") if len({str(r.settings()[k]) for r in group}) > 1]
+        label = f"{run.model} · {run.env}" + "".join(f" · {k}={_g(run.settings()[k])}" for k in varying)
+        labels.append(label)
+    seen: dict[str, int] = defaultdict(int)
+    for label in labels:
+        seen[label] += 1
+    return [f"{label} · {run.path.name}" if seen[label] > 1 else label for label, run in zip(labels, runs)]
+
+
+def models_by_benchmarks(runs: list[RunInfo], labels: list[str]):
+    """Rows (a model, with the settings that vary among its runs), columns (envs) and the
+    run in each cell (the last one found when several share a cell)."""
+    by_model: dict[str, list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        by_model[run.model].append(run)
+    table: dict[tuple[str, str], RunInfo] = {}
+    for model, group in by_model.items():
+        varying = [k for k in ("T", "n", "max_tokens") if len({str(r.settings()[k]) for r in group}) > 1]
+        for run in group:
+            row = model + "".join(f" · {k}={_g(run.settings()[k])}" for k in varying)
+            table[(row, run.env)] = run
+    rows = sorted({r for r, _ in table})
+    envs = sorted({e for _, e in table})
+    return rows, envs, table
+
+
+def cell(run: RunInfo | None) -> str:
+    """"0.734 [0.701, 0.767] n=500/500" (samples/problems), or the accuracy alone without an interval."""
+    if run is None:
+        return ""
+    acc = run.accuracy
+    interval = run.interval("accuracy")
+    if acc is None:
+        return DASH
+    if not interval:
+        return f"{acc:.3f}"
+    n = f" n={interval.get('n_samples', DASH)}/{interval.get('n_problems', DASH)}"
+    return f"{acc:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]{n}"
+
+
+def _g(value) -> str:
+    return DASH if value is None else format(value, "g")
+
+
+def _pass_text(run: RunInfo) -> str:
+    return " ".join(f"@{k}={v:.3f}" for k, v in sorted(run.pass_at_k.items())) or DASH
+
+
+def _rate(value: float | None) -> str:
+    return DASH if value is None else f"{100 * value:.1f}%"
+
+
+def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
+    return [[label, run.env, run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
+             fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
+             _rate(run.truncated_rate), _rate(run.failed_rate)] for run, label in zip(runs, labels)]
+
+
+RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",
+              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed"]
+
+
+def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for run, label in zip(runs, labels):
+            interval = run.interval("accuracy") or {}
+            writer.writerow({
+                "label": label, "env": run.env, "model": run.model, "status": run.status,
+                "temperature": run.temperature, "max_tokens": run.max_tokens, "n": run.n,
+                "problems": run.counts.get("problems"), "samples": run.counts.get("samples"),
+                "scored": run.counts.get("scored"), "failed": run.counts.get("failed"),
+                "accuracy": run.accuracy, "accuracy_low": interval.get("low"), "accuracy_high": interval.get("high"),
+                "accuracy_se": interval.get("se"), "interval_method": run.metrics.get("interval_method"),
+                "pass_at_k": ";".join(f"{k}:{v}" for k, v in sorted(run.pass_at_k.items())),
+                "truncated_rate": run.truncated_rate, "failed_rate": run.failed_rate,
+                "parse_failure_rate": run.metrics.get("parse_failure_rate"), "path": str(run.path),
+            })
+
+
+def _methods(runs: list[RunInfo]) -> str:
+    methods = sorted({str(r.metrics["interval_method"]) for r in runs if r.metrics.get("interval_method")})
+    return "; ".join(methods) if methods else "not recorded in these runs' summaries"
+
+
+def _markdown(runs, labels, rows, envs, table, plots) -> str:
+    def md_table(header, body):
+        esc = lambda s: str(s).replace("|", "\\|")
+        return "\n".join(["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(map(esc, r)) + " |" for r in body])
+
+    parts = [f"# skyeval report: {len(runs)} runs", "",
+             "## Accuracy: models × benchmarks",
+             "", "accuracy [95% interval] n=samples/problems; interval method: " + _methods(runs), "",
+             md_table(["model", *envs], [[row, *(cell(table.get((row, env))) for env in envs)] for row in rows]), "",
+             "## Runs", "", md_table(RUN_HEADER, _run_rows(runs, labels)), "", "## Plots", ""]
+    parts += [f"![{title}]({name})" for title, name in plots.items()]
+    return "\n".join(parts) + "\n"
+
+
+def _html(runs, labels, rows, envs, table, plots, viewer: bool) -> str:
+    e = html.escape
+
+    def html_table(header, body, cls=""):
+        head = "".join(f"<th>{e(h)}</th>" for h in header)
+        body_html = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in body)
+        return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body_html}</tbody></table>'
+
+    matrix = html_table(["model", *envs], [[row, *(cell(table.get((row, env))) for env in envs)] for row in rows], "matrix")
+    figures = "".join(f'<figure><img src="{e(name)}" alt="{e(title)}"><figcaption>{e(title)}</figcaption></figure>'
+                      for title, name in plots.items())
+    link = ('<p class="viewer"><a href="viewer.html">Open the sample viewer →</a> every sample with filters, search, '
+            'and a two-run comparison of the problems where runs disagree.</p>') if viewer else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>skyeval report</title>
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2330; }}
+table {{ border-collapse: collapse; margin: 8px 0 20px; }}
+th, td {{ border: 1px solid #dde1e8; padding: 4px 8px; text-align: left; }}
+th {{ background: #eef0f4; }}
+.matrix td:not(:first-child) {{ font-variant-numeric: tabular-nums; }}
+figure {{ display: inline-block; margin: 0 16px 16px 0; }}
+figcaption {{ color: #4a5468; }}
+.viewer a {{ font-size: 16px; font-weight: 600; }}
+.note {{ color: #4a5468; }}
+</style></head><body>
+<h1>skyeval report: {len(runs)} runs</h1>
+{link}
+<h2>Accuracy: models × benchmarks</h2>
+<p class="note">accuracy [95% interval] n=samples/problems · interval method: {e(_methods(runs))}.
+Failed samples count as wrong. — means the run's summary does not have the number.</p>
+{matrix}
+<h2>Runs</h2>
+{html_table(RUN_HEADER, _run_rows(runs, labels))}
+<h2>Plots</h2>
+{figures or '<p class="note">No plots: the runs have no pass@k curves, temperatures or budgets to compare.</p>'}
+</body></html>
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="skyeval report", description=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="run folders or folders that hold them")
+    parser.add_argument("--out", help="output folder (default: DIR/report for the first DIR)")
+    parser.add_argument("--no-viewer", action="store_true", help="skip the per-sample viewer")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        index = build_report(args.dirs, args.out, viewer=not args.no_viewer)
+    except SkyevalError as err:
+        print(f"skyeval: error: {err}", file=sys.stderr)
+        return 2
+    print(f"report: {index}")
+    if not args.no_viewer:
+        print(f"viewer: {index.parent / 'viewer.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""`python -m skyeval.cli compare RUN_A RUN_B [--json] [--rounds R] [--seed S]`
+
+Pairs the samples of two runs of one benchmark by (problem id, sample index) and reports
+B − A for accuracy and each pass@k with a paired 95% interval and p-value (a bootstrap over
+problems, seeded; McNemar's test when each problem has one sample), plus the problems B
+won (answered right more often than A) and lost. Failed samples count as wrong, as in the
+headline metrics. `--json` prints the same as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from skyeval.errors import ConfigError, SkyevalError
+from skyeval.metrics import ks_for, pass_at_k
+from skyeval.report.runs import RunInfo, outcomes
+
+LISTED = 20  # problem ids printed per side in the text output (--json has all)
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """B − A for accuracy and pass@k over the samples both runs hold (see the module doc)."""
+    import numpy as np
+
+    from skyeval.report.stats import bootstrap_summary, mcnemar, paired_bootstrap
+
+    info_a, info_b = RunInfo.load(run_a), RunInfo.load(run_b)
+    if info_a.env != info_b.env:
+        raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
+                          f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
+    out_a, out_b = outcomes(info_a.path), outcomes(info_b.path)
+    keys = sorted(set(out_a) & set(out_b))
+    if not keys:
+        raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index): nothing to pair")
+
+    by_problem: dict[str, list[tuple[float, float, bool, bool]]] = defaultdict(list)
+    for key in keys:
+        a, b = out_a[key], out_b[key]
+        by_problem[key[0]].append((a.score, b.score, a.correct, b.correct))
+    ids = sorted(by_problem)
+    count = np.array([len(by_problem[i]) for i in ids], dtype=np.float64)
+    score_a, score_b, right_a, right_b = (
+        np.array([sum(s[j] for s in by_problem[i]) for i in ids], dtype=np.float64) for j in range(4)
+    )
+
+    def acc_diff(w: np.ndarray) -> np.ndarray:
+        return (w @ score_b - w @ score_a) / (w @ count)
+
+    metrics: dict[str, Any] = {}
+    observed = float((score_b.sum() - score_a.sum()) / count.sum())
+    accuracy = {"a": float(score_a.sum() / count.sum()), "b": float(score_b.sum() / count.sum()),
+                **bootstrap_summary(observed, paired_bootstrap(acc_diff, len(ids), rounds, seed)),
+                "test": "paired bootstrap over problems"}
+    one_sample = bool(np.all(count == 1))
+    if one_sample:
+        a_only, b_only = int(np.sum((right_a == 1) & (right_b == 0))), int(np.sum((right_a == 0) & (right_b == 1)))
+        accuracy["p_value"], variant = mcnemar(a_only, b_only)
+        accuracy["test"] = f"McNemar ({variant})"
+        accuracy["discordant"] = {"a_only": a_only, "b_only": b_only}
+    metrics["accuracy"] = accuracy
+
+    for k in ks_for(int(count.max())):
+        eligible = count >= k
+        pa = np.array([pass_at_k(int(n), int(c), k) if ok else 0.0 for n, c, ok in zip(count, right_a, eligible)])
+        pb = np.array([pass_at_k(int(n), int(c), k) if ok else 0.0 for n, c, ok in zip(count, right_b, eligible)])
+        gain, mask = pb - pa, eligible.astype(np.float64)
+
+        def pass_diff(w: np.ndarray, gain=gain, mask=mask) -> np.ndarray:
+            drawn = w @ mask
+            return np.where(drawn > 0, (w @ gain) / np.maximum(drawn, 1), 0.0)
+
+        obs = float(gain[eligible].mean())
+        entry = {"a": float(pa[eligible].mean()), "b": float(pb[eligible].mean()),
+                 **bootstrap_summary(obs, paired_bootstrap(pass_diff, len(ids), rounds, seed)),
+                 "test": "paired bootstrap over problems", "n_problems": int(eligible.sum())}
+        if k == 1 and one_sample:
+            entry.update(p_value=accuracy["p_value"], test=accuracy["test"])
+        metrics[f"pass@{k}"] = entry
+
+    rate_a, rate_b = right_a / count, right_b / count
+    order = np.argsort(-np.abs(rate_b - rate_a), kind="stable")
+    won = [_problem(ids[i], right_a[i], right_b[i], count[i]) for i in order if rate_b[i] > rate_a[i]]
+    lost = [_problem(ids[i], right_a[i], right_b[i], count[i]) for i in order if rate_b[i] < rate_a[i]]
+    return {
+        "env": info_a.env,
+        "a": _describe(info_a), "b": _describe(info_b),
+        "matched": {"samples": len(keys), "problems": len(ids),
+                    "a_only": len(out_a) - len(keys), "b_only": len(out_b) - len(keys)},
+        "rounds": rounds, "seed": seed, "confidence": 0.95,
+        "metrics": metrics,
+        "won": won, "lost": lost,
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    a, b, m = result["a"], result["b"], result["matched"]
+    lines = [
+        f"compare on {result['env']}: B − A (paired, 95% interval)",
+        f"  A: {a['path']}  ({a['model']}, {_settings(a)})",
+        f"  B: {b['path']}  ({b['model']}, {_settings(b)})",
+        f"  paired {m['samples']} samples on {m['problems']} problems"
+        + (f" (unpaired, left out: {m['a_only']} only in A, {m['b_only']} only in B)" if m["a_only"] or m["b_only"] else ""),
+        "",
+        f"  {'metric':<10} {'A':>7} {'B':>7} {'B − A':>8}  {'95% interval':<20} {'p':>7}  test",
+    ]
+    for name, e in result["metrics"].items():
+        interval = f"[{e['low']:+.3f}, {e['high']:+.3f}]"
+        test = e["test"]
+        if "discordant" in e:
+            test += f", discordant: {e['discordant']['a_only']} A-only vs {e['discordant']['b_only']} B-only"
+        lines.append(f"  {name:<10} {e['a']:>7.3f} {e['b']:>7.3f} {e['diff']:>+8.3f}  {interval:<20} {_p(e['p_value']):>7}  {test}")
+    lines.append(f"  (bootstrap: {result['rounds']} resamples of problems, seed {result['seed']})")
+    for side, verb in (("won", "B right more often than A"), ("lost", "B right less often than A")):
+        problems = result[side]
+        shown = ", ".join(f"{p['id']} ({p['a_correct']}→{p['b_correct']}/{p['samples']})" for p in problems[:LISTED])
+        more = f", … {len(problems) - LISTED} more (--json lists all)" if len(problems) > LISTED else ""
+        lines.append(f"\nB {side} {len(problems)} problems ({verb}){': ' if problems else ''}{shown}{more}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="skyeval compare", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_a", help="run folder A (the baseline)")
+    parser.add_argument("run_b", help="run folder B (differences are B − A)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--rounds", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.rounds < 2:
+            raise ConfigError("--rounds must be at least 2")
+        result = compare_runs(args.run_a, args.run_b, rounds=args.rounds, seed=args.seed)
+    except SkyevalError as err:
+        print(f"skyeval: error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else format_text(result))
+    return 0
+
+
+def _problem(pid: str, a: float, b: float, n: float) -> dict[str, Any]:
+    return {"id": pid, "a_correct": int(a), "b_correct": int(b), "samples": int(n)}
+
+
+def _describe(info: RunInfo) -> dict[str, Any]:
+    return {"path": str(info.path), "model": info.model, **info.settings()}
+
+
+def _settings(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={'—' if d.get(k) is None else format(d[k], 'g')}" for k in ("T", "max_tokens", "n"))
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""PNG plots of a set of runs (matplotlib with the Agg backend, imported only here)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from skyeval.errors import MissingDependencyError
+from skyeval.report.runs import RunInfo
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise MissingDependencyError("`skyeval report` draws its plots with matplotlib: pip install matplotlib") from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(runs: list[RunInfo], labels: list[str], out_dir: Path) -> dict[str, str]:
+    """Draw every plot the runs have data for; returns {title: file name} in display order."""
+    plt = _pyplot()
+    made: dict[str, str] = {}
+    by_env: dict[str, list[tuple[RunInfo, str]]] = defaultdict(list)
+    for run, label in zip(runs, labels):
+        by_env[run.env].append((run, label))
+    for env, group in sorted(by_env.items()):
+        for title, name, draw in (
+            (f"pass@k on {env}", f"pass_at_k_{env}.png", _pass_at_k),
+            (f"accuracy vs temperature on {env}", f"accuracy_vs_temperature_{env}.png", _versus("temperature")),
+            (f"accuracy vs token budget on {env}", f"accuracy_vs_budget_{env}.png", _versus("max_tokens")),
+        ):
+            fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+            if draw(ax, group):
+                ax.set_title(title)
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=8)
+                fig.tight_layout()
+                fig.savefig(out_dir / name)
+                made[title] = name
+            plt.close(fig)
+    if runs:
+        made["truncated and failed samples per run"] = _rates(plt, runs, labels, out_dir)
+    return made
+
+
+def _pass_at_k(ax, group) -> bool:
+    drawn = False
+    for run, label in group:
+        curve = sorted(run.pass_at_k.items())
+        if len(curve) < 2:
+            continue
+        ks, values = zip(*curve)
+        line = ax.plot(ks, values, marker="o", label=label)[0]
+        lows, highs = zip(*[_bounds(run, f"pass@{k}", v) for k, v in curve])
+        if any(lo is not None for lo in lows):
+            ax.fill_between(ks, [v if lo is None else lo for lo, v in zip(lows, values)],
+                            [v if hi is None else hi for hi, v in zip(highs, values)], color=line.get_color(), alpha=0.15)
+        drawn = True
+    if drawn:
+        _log2_axis(ax)
+        ax.set_xlabel("k (samples per problem)")
+        ax.set_ylabel("pass@k (95% interval shaded)")
+    return drawn
+
+
+def _versus(setting: str):
+    """Accuracy of runs of one model that differ in `setting`, with 95% intervals as error bars;
+    for budgets also each run's one-run estimate at smaller budgets (dashed)."""
+
+    def draw(ax, group) -> bool:
+        lines: dict[str, list[tuple[float, float, Any, Any]]] = defaultdict(list)
+        for run, _ in group:
+            x = getattr(run, setting)
+            if x is not None and run.accuracy is not None:
+                lo, hi = _bounds(run, "accuracy", run.accuracy)
+                lines[run.model].append((x, run.accuracy, lo, hi))
+        drawn = False
+        for model, points in sorted(lines.items()):
+            if len({p[0] for p in points}) < 2:
+                continue
+            points.sort()
+            xs, ys, los, his = zip(*points)
+            err = [[y - (lo if lo is not None else y) for y, lo in zip(ys, los)],
+                   [(hi if hi is not None else y) - y for y, hi in zip(ys, his)]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=model)
+            drawn = True
+        if setting == "max_tokens":
+            for run, label in group:
+                estimate = budget_points(run.metrics.get("budget"))
+                if len(estimate) >= 2:
+                    xs, ys = zip(*estimate)
+                    ax.plot(xs, ys, linestyle="--", marker=".", label=f"{label} (estimate from one run)")
+                    drawn = True
+        if drawn:
+            ax.set_xlabel("temperature" if setting == "temperature" else "max_tokens")
+            if setting == "max_tokens":
+                _log2_axis(ax)
+            ax.set_ylabel("accuracy (95% interval)")
+        return drawn
+
+    return draw
+
+
+def _rates(plt, runs, labels, out_dir: Path) -> str:
+    height = 1.2 + 0.32 * len(runs)
+    fig, ax = plt.subplots(figsize=(7.5, height), dpi=100)
+    ys = range(len(runs))
+    truncated = [r.truncated_rate or 0.0 for r in runs]
+    failed = [r.failed_rate or 0.0 for r in runs]
+    ax.barh([y - 0.2 for y in ys], truncated, height=0.4, label="truncated (finish_reason = length)", color="#e0a100")
+    ax.barh([y + 0.2 for y in ys], failed, height=0.4, label="failed (no score)", color="#555555")
+    ax.set_yticks(list(ys), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of samples")
+    ax.set_xlim(0, max(0.05, *truncated, *failed) * 1.15)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title("truncated and failed samples per run")
+    fig.tight_layout()
+    fig.savefig(out_dir / "rates.png")
+    plt.close(fig)
+    return "rates.png"
+
+
+def budget_points(budget: Any) -> list[tuple[float, float]]:
+    """(budget, accuracy) pairs from summary.metrics.budget, whichever of the shapes
+    {"1024": 0.5}, {"1024": {"accuracy": 0.5}} or [{"max_tokens"|"budget": 1024, "accuracy": 0.5}]
+    (possibly under a "rows"/"table"/"curve" key) it has."""
+    if isinstance(budget, dict):
+        for key in ("rows", "table", "curve", "points"):
+            if isinstance(budget.get(key), (list, dict)):
+                return budget_points(budget[key])
+        items = budget.items()
+    elif isinstance(budget, list):
+        items = [(r.get("max_tokens", r.get("budget")), r) for r in budget if isinstance(r, dict)]
+    else:
+        return []
+    points = []
+    for b, value in items:
+        acc = value.get("accuracy") if isinstance(value, dict) else value
+        try:
+            points.append((float(b), float(acc)))
+        except (TypeError, ValueError):
+            continue
+    return sorted(points)
+
+
+def _log2_axis(ax) -> None:
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _bounds(run: RunInfo, metric: str, value: float) -> tuple[Any, Any]:
+    interval = run.interval(metric)
+    return (interval["low"], interval["high"]) if interval else (None, None)

@@ -1,0 +1,139 @@
+"""Run folders as the report sees them: the summary's headline fields (missing ones stay
+None, shown as "—") and each sample's outcome, streamed from the part files."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from skyeval.errors import DataNotFoundError
+from skyeval.metrics import CORRECT
+from skyeval.results import iter_records
+
+DASH = "—"
+
+
+@dataclass
+class RunInfo:
+    """One run folder's summary, flattened to what tables and plots show."""
+
+    path: Path
+    env: str
+    model: str
+    status: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    n: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "RunInfo":
+        path = Path(path)
+        summary_file = path / "summary.json"
+        if not summary_file.is_file():
+            raise DataNotFoundError(f"{path} is not a run folder (no summary.json)")
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        config = summary.get("config") or {}
+        sampling = config.get("sampling_params") or {}
+        model = summary.get("model") or (config.get("model_config") or {}).get("model_source") or DASH
+        return cls(
+            path=path,
+            env=str(summary.get("env") or DASH),
+            model=str(model),
+            status=summary.get("status"),
+            temperature=_number(sampling.get("temperature")),
+            max_tokens=_number(sampling.get("max_tokens")),
+            n=_number(sampling.get("n")),
+            counts=summary.get("counts") or {},
+            metrics=summary.get("metrics") or {},
+        )
+
+    @property
+    def accuracy(self) -> float | None:
+        return _number(self.metrics.get("accuracy"))
+
+    def interval(self, metric: str = "accuracy") -> dict[str, Any] | None:
+        """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one."""
+        found = (self.metrics.get("intervals") or {}).get(metric)
+        return found if isinstance(found, dict) and found.get("low") is not None else None
+
+    @property
+    def pass_at_k(self) -> dict[int, float]:
+        return {int(k): float(v) for k, v in (self.metrics.get("pass@k") or {}).items() if v is not None}
+
+    @property
+    def truncated_rate(self) -> float | None:
+        return _number(self.metrics.get("truncated_rate"))
+
+    @property
+    def failed_rate(self) -> float | None:
+        samples, failed = self.counts.get("samples"), self.counts.get("failed")
+        return failed / samples if samples and failed is not None else None
+
+    def settings(self) -> dict[str, Any]:
+        return {"T": self.temperature, "max_tokens": self.max_tokens, "n": self.n}
+
+
+def find_runs(roots: list[str | os.PathLike]) -> list[RunInfo]:
+    """Every run folder (a folder holding summary.json) under the given roots, sorted by path.
+    Folders named `report` (our own output) are not entered."""
+    runs: dict[Path, RunInfo] = {}
+    for root in map(Path, roots):
+        if not root.is_dir():
+            raise DataNotFoundError(f"{root} is not a folder")
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "report" and not d.startswith("."))
+            if "summary.json" in filenames:
+                path = Path(dirpath).resolve()
+                runs[path] = RunInfo.load(path)
+                dirnames[:] = [d for d in dirnames if d not in ("generations", "scores", "failures")]
+    return [runs[p] for p in sorted(runs)]
+
+
+@dataclass
+class Outcome:
+    """One sample's result: its score (failed samples score 0, as in the headline metrics)."""
+
+    score: float
+    failed: bool = False
+
+    @property
+    def correct(self) -> bool:
+        return self.score >= CORRECT
+
+
+def outcomes(run_dir: str | os.PathLike) -> dict[tuple[str, int], Outcome]:
+    """(problem id, sample index) -> Outcome for every scored or failed sample of a run."""
+    found: dict[tuple[str, int], Outcome] = {}
+    for record in iter_records(run_dir, "failures"):
+        found[(str(record["id"]), int(record["sample_idx"]))] = Outcome(0.0, failed=True)
+    for record in iter_records(run_dir, "scores"):
+        found[(str(record["id"]), int(record["sample_idx"]))] = Outcome(float(record.get("score") or 0.0))
+    return found
+
+
+def iter_per_problem(run_dir: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    for path in sorted((Path(run_dir) / "scores").glob("per_problem*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for tables: "—" when missing."""
+    if value is None:
+        return DASH
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _number(value: Any) -> Any:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
