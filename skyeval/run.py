@@ -89,7 +89,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 
 def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
-    from skyeval import pipeline
+    from skyeval import pipeline, trackers
     from skyeval.logs import setup_logging
     from skyeval.metrics import MetricsAccumulator
     from skyeval.provenance import describe_run
@@ -112,6 +112,7 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
         )
     # checked before any work: a sandbox that can't run fails here, not after generating
     scoring = env.describe_scoring() if stage != "generate" else {}
+    trackers.check(resolved)  # a tracker asked for but not installed fails before any work
     resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
     folder.config.write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))), encoding="utf-8")
     log.info("%s %s with %s -> %s%s", stage, env.name, env.model_source, folder.path, " (resuming)" if resumed else "")
@@ -134,6 +135,7 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
         "config": redact(resolved),
     }
     write_json(folder.summary, summary)
+    trackers.log_run(summary, folder.path, resolved)
     _report(summary, folder)
     if outcome.interrupted:
         raise KeyboardInterrupt
