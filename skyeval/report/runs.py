@@ -59,7 +59,12 @@ class RunInfo:
     def interval(self, metric: str = "accuracy") -> dict[str, Any] | None:
         """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one."""
         found = (self.metrics.get("intervals") or {}).get(metric)
-        return found if isinstance(found, dict) and found.get("low") is not None else None
+        if not isinstance(found, dict) or not found.get("ci95"):
+            return None
+        low, high = found["ci95"]
+        problems = found.get("problems")
+        return {**found, "low": low, "high": high, "n_problems": problems,
+                "n_samples": (found.get("n") or 0) * (problems or 0)}
 
     @property
     def pass_at_k(self) -> dict[int, float]:

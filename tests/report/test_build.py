@@ -23,7 +23,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def interval(acc: float, problems: int, samples: int) -> dict:
-    return {"mean": acc, "se": 0.02, "low": acc - 0.04, "high": acc + 0.04, "n_problems": problems, "n_samples": samples}
+    return {"value": acc, "se": 0.02, "ci95": [acc - 0.04, acc + 0.04], "n": samples // problems, "problems": problems}
 
 
 def sweep(root: Path) -> None:
@@ -62,7 +62,7 @@ def test_report_of_a_sweep_and_a_real_run(tmp_path, data_dir):
     md = (out / "summary.md").read_text()
     assert "| model | gsm8k | math500 |" in md
     assert "| qwen · T=0.7 | 0.500 [0.460, 0.540] n=40/10 |  |" in md
-    assert "| reference | 1.000 |  |" in md
+    assert "| reference | 1.000 [1.000, 1.000] n=40/40 |  |" in md
     assert "| legacy |  | — |" in md  # missing numbers shown as —
     assert "interval method: bootstrap over problems" in md
 
