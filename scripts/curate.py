@@ -28,6 +28,7 @@ from skyeval.backends.base import SamplingParams, ScalingConfig
 from skyeval.curation import (
     StepLog,
     best_of_n,
+    compose_model_config,
     judge,
     keep_passing,
     label_difficulty,
@@ -39,6 +40,7 @@ from skyeval.curation import (
     sharegpt_row,
     to_dataset,
 )
+from skyeval.errors import SkyevalError
 from skyeval.results import write_rows
 
 
@@ -125,16 +127,11 @@ def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
 
 
 def _model_config(args: argparse.Namespace) -> Any:
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    from skyeval.config import CONF_DIR
-
-    path = CONF_DIR / "model_config" / f"{args.model}.yaml"
-    if not path.exists():
-        sys.exit(f"curate: no model config {args.model!r} in {path.parent}")
-    cfg = OmegaConf.merge(OmegaConf.load(path), OmegaConf.from_dotlist(args.set))
-    return instantiate(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True), _convert_="all")
+    """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group)."""
+    try:
+        return compose_model_config(args.model, args.set)
+    except SkyevalError as err:
+        sys.exit(f"curate: {err}")
 
 
 def _sampling(args: argparse.Namespace) -> SamplingParams:

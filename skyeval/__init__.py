@@ -10,6 +10,11 @@ from typing import Any
 _EXPORTS = {
     "SkyEnvBuilder": "skyeval.envs.registry",
     "Env": "skyeval.envs.base",
+    "MathEnv": "skyeval.envs.math",
+    "MathScorer": "skyeval.envs.math",
+    "ChoiceScorer": "skyeval.envs.choice",
+    "CodeScorer": "skyeval.envs.code",
+    "ReadabilityScorer": "skyeval.curation.readability",
     "Template": "skyeval.templates",
     "SamplingParams": "skyeval.backends.base",
     "ScalingConfig": "skyeval.backends.base",

@@ -48,7 +48,7 @@ def test_user_config_file_with_overrides(tmp_path, data_dir):
     (tmp_path / "AIME24.yaml").write_text(
         "env:\n  name: AIME24\n  limit: 4\n"
         "model_config:\n  model_source: reference\n"
-        "template:\n  system_prompt: qwq\n"
+        "template:\n  system_prompt_name: qwq\n"
         "sampling_params:\n  temperature: 0.0\n  n: 2\n"
         "logging:\n  experiment_name: my_aime_run\n"
     )

@@ -46,7 +46,7 @@ def test_fingerprint_ignores_limit_n_and_transport_but_not_model_or_template():
     grown = OmegaConf.to_container(composed("+env=aime24", "env.limit=3", "sampling_params.n=4"), resolve=True)
     assert fingerprint(base) == fingerprint(grown)
     hotter = OmegaConf.to_container(composed("+env=aime24", "sampling_params.temperature=0.7"), resolve=True)
-    other_prompt = OmegaConf.to_container(composed("+env=aime24", "template.system_prompt=qwq"), resolve=True)
+    other_prompt = OmegaConf.to_container(composed("+env=aime24", "template.system_prompt_name=qwq"), resolve=True)
     assert fingerprint(base) != fingerprint(hotter) and fingerprint(base) != fingerprint(other_prompt)
 
 

@@ -3,8 +3,9 @@ pairs, ShareGPT SFT rows and difficulty labels (see docs/curation.md)."""
 
 from skyeval.curation.best_of_n import aggregate_question, best_of_n
 from skyeval.curation.difficulty import DifficultyParseError, DifficultyResult, label_difficulty, parse_difficulty
+from skyeval.curation.llm import complete, compose_model_config
 from skyeval.curation.pairs import preference_pairs, question_pairs, response_length
-from skyeval.curation.readability import Readability, readability
+from skyeval.curation.readability import Readability, ReadabilityScorer, readability
 from skyeval.curation.rejection import (
     GSM8KRejectionEnv,
     MathRejectionEnv,
@@ -20,7 +21,7 @@ from skyeval.curation.sharegpt import sharegpt_row, to_sharegpt
 
 __all__ = [
     "DifficultyParseError", "DifficultyResult", "GSM8KRejectionEnv", "MathRejectionEnv", "NuminaRejectionEnv",
-    "Readability", "RejectionSampling", "RewriteResult", "StepLog", "aggregate_question", "best_of_n", "judge",
+    "Readability", "ReadabilityScorer", "RejectionSampling", "RewriteResult", "StepLog", "aggregate_question", "best_of_n", "complete", "compose_model_config", "judge",
     "keep_passing", "label_difficulty", "load_env", "load_scored", "parse_difficulty", "passes", "preference_pairs",
     "question_pairs", "readability", "response_length", "rewrite", "sharegpt_row", "to_dataset", "to_sharegpt",
 ]

@@ -22,3 +22,37 @@ def complete(
         return {r.id: r for r in backend.generate(requests, sampling or SamplingParams())}
     finally:
         backend.close()
+
+
+def compose_model_config(name: str, overrides: list[str] | tuple[str, ...] = ()) -> Any:
+    """The model config of `conf/model_config/<name>.yaml`, composed through Hydra as the
+    CLI composes it (so `${scaling.num_replicas}` and the other root values resolve), with
+    `key=value` overrides of its fields (`api_url=...`, `engine_kwargs.max_model_len=64`),
+    instantiated into its dataclass (`HTTPConfig`, `VLLMConfig`, `RayConfig` ...)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import MissingMandatoryValue
+
+    from skyeval.config import CONF_DIR, register_resolvers
+    from skyeval.errors import ConfigError
+    from skyeval.run import instantiate_model_config
+
+    register_resolvers()
+    groups = sorted(p.stem for p in (CONF_DIR / "model_config").glob("*.yaml"))
+    if name not in groups:
+        raise ConfigError(f"no model config {name!r}: one of {', '.join(groups)}")
+    for override in overrides:
+        if "=" not in override:
+            raise ConfigError(f"model config override {override!r} is not key=value")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        try:
+            cfg = compose("config", overrides=[f"model_config={name}", *(f"++model_config.{o}" for o in overrides)])
+        except ConfigCompositionException as err:
+            raise ConfigError(f"model config {name!r}: {err}") from None
+    try:
+        section = OmegaConf.to_container(cfg.model_config, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as err:
+        raise ConfigError(f"model config {name!r} needs {err.full_key.split('.', 1)[-1]}: "
+                          f"add --set {err.full_key.split('.', 1)[-1]}=...") from None
+    return instantiate_model_config(section)

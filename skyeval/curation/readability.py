@@ -99,3 +99,15 @@ def has_final_answer(text: str) -> bool:
 
 def _clip(value: float) -> float:
     return min(1.0, max(0.0, value))
+
+
+class ReadabilityScorer:
+    """A scorer for `Env.scoring_functions`: `{"score": readability, "issues": [...]}` of a
+    sample's generation (see `readability`; the env is not consulted)."""
+
+    def __init__(self, env: object = None) -> None:
+        pass
+
+    def __call__(self, item: dict) -> dict:
+        report = readability(item.get("generation") or "")
+        return {"score": report.score, "issues": report.issues}

@@ -48,6 +48,10 @@ class RejectionSampling:
         self.min_readability = min_readability
         self.min_correctness = min_correctness
 
+    def scorer_names(self) -> list[str]:
+        """`correctness` (= `score`) and `readability`, each reported in summary.json."""
+        return ["correctness", "readability"]
+
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         result = dict(super().score_item(item))  # type: ignore[misc]
         correctness = float(result["score"])

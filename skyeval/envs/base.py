@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
 from skyeval.envs.data import read_hub, read_local, resolve_data_dir
+from skyeval.errors import ConfigError
 from skyeval.templates import Template
 
 if TYPE_CHECKING:
@@ -38,14 +39,13 @@ class Env:
         local_files: str | list[str] | None = None,
         data_dir: str | None = None,
         limit: int | None = None,
-        template: Template | dict | None = None,
+        template: Template | str | list | dict | None = None,
     ) -> None:
         self.name = name or self.name
         self.hf_id, self.hf_subset, self.split = hf_id, hf_subset, split
-        self.local_files, self.data_dir, self.limit = local_files, data_dir, limit
-        if isinstance(template, dict):
-            template = Template(**template)
-        self.template = (template or Template()).merged_over(self.default_template)
+        self.local_files, self.data_dir = local_files, data_dir
+        self.limit = check_limit(limit)
+        self.template = Template.of(template).merged_over(self.default_template)
         self.backend: Any = None
         self.sampling = SamplingParams()
         self.model_source: str | None = None
@@ -112,20 +112,36 @@ class Env:
         self,
         model_config: Any,
         scaling_config: ScalingConfig | None = None,
-        template: Template | dict | None = None,
+        template: Template | str | list | dict | None = None,
         sampling_params: SamplingParams | dict | None = None,
     ) -> "Env":
-        """Attach a backend (built from a model config such as `HTTPConfig`) and options."""
-        if isinstance(template, dict):
-            template = Template(**template)
+        """Attach a backend (built from a model config such as `HTTPConfig`) and options.
+
+        `template` is a string (a completion prompt), a list of chat messages, a dict of
+        Template fields or a `Template`; None keeps the current one. Calling `setup` again
+        closes the backend it replaces."""
         if template is not None:
-            self.template = template.merged_over(self.default_template)
+            self.template = Template.of(template).merged_over(self.default_template)
         if isinstance(sampling_params, dict):
             sampling_params = SamplingParams(**sampling_params)
         self.sampling = sampling_params or self.sampling
+        self.close()
         self.model_source = getattr(model_config, "model_source", None)
         self.backend = model_config.build(scaling_config or ScalingConfig())
         return self
+
+    def close(self) -> None:
+        """Stop what the backend started (the HTTP client's loop thread, a vLLM engine).
+        Safe to call twice; `with env:` calls it on exit."""
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            backend.close()
+
+    def __enter__(self) -> "Env":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def apply_prompt_template_on_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """The item with its `prompt` (chat messages or text) filled in."""
@@ -165,10 +181,44 @@ class Env:
         return item if "prompt" in item else self.apply_prompt_template_on_item(item)
 
     # ---- scoring ------------------------------------------------------------------------
+    def scoring_functions(self) -> dict[str, Any]:
+        """The env's scorers by column name: `{"math": MathScorer}`. A value is a scorer
+        class, built as `cls(env)`, or a callable; either is called with a sample
+        (`generation`, `expected` ...) and returns a float 0..1 or a dict with `"score"`.
+        Override it to score with several: `{"readability": ReadabilityScorer, "math":
+        MathScorer}` adds a `readability` and a `math` column to every scored row."""
+        return {}
+
+    def primary_scorer(self) -> str | None:
+        """Which scorer's result is `score` (what accuracy and pass@k count): the env
+        family's own (`math`, `choice`, `code`) when listed, else the first listed."""
+        names = list(self.scoring_functions())
+        own = getattr(self, "scorer_name", None)
+        return own if own in names else (names[0] if names else None)
+
+    def scorer_names(self) -> list[str]:
+        """The per-scorer columns `score_item` adds when the env has several scorers
+        (summary.json reports each one's mean); [] for a single scorer (`score` only)."""
+        names = list(self.scoring_functions())
+        return names if len(names) > 1 else []
+
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """Score one sample: `item` has `generation` and `expected`; returns at least
-        {"score": float 0..1}. Must not raise for any generation text."""
-        raise NotImplementedError(f"{type(self).__name__} must implement score_item(item)")
+        {"score": float 0..1}, the primary scorer's fields (e.g. `extracted`), and with
+        several scorers one column per scorer (its score) plus `<name>_<field>` for its
+        other fields. Must not raise for any generation text."""
+        scorers = self.scoring_functions()
+        if not scorers:
+            raise NotImplementedError(f"{type(self).__name__} must implement scoring_functions() or score_item(item)")
+        primary = self.primary_scorer()
+        results = {name: _scored(name, scorer(self) if isinstance(scorer, type) else scorer, item)
+                   for name, scorer in scorers.items()}
+        out = dict(results[primary])
+        if len(results) > 1:
+            for name, result in results.items():
+                out[name] = result["score"]
+                out.update({f"{name}_{key}": value for key, value in result.items() if key != "score"})
+        return out
 
     def describe_scoring(self) -> dict[str, Any]:
         """What else decides the scores, for summary.json (code envs: the sandbox); may
@@ -201,3 +251,33 @@ class _ScoreRow:
         except Exception as err:  # noqa: BLE001 - recorded as a failure by the pipeline
             return {**row, "score": None, "score_error": f"{type(err).__name__}: {err}"}
 
+
+def _scored(name: str, scorer: Callable[[dict[str, Any]], Any], item: dict[str, Any]) -> dict[str, Any]:
+    """A scorer's result as a dict with a float `score`."""
+    result = scorer(item)
+    if isinstance(result, dict):
+        if "score" not in result:
+            raise TypeError(f"scorer {name!r} returned a dict without 'score': {sorted(result)}")
+        return {**result, "score": float(result["score"])}
+    return {"score": float(result)}
+
+
+def check_limit(limit: Any) -> int | None:
+    """`limit` as a whole number >= 1, or None for every problem; else a ConfigError."""
+    if limit is None:
+        return None
+    text = str(limit).strip()
+    if isinstance(limit, bool) or not (isinstance(limit, int) or text.isdigit()) or int(text) < 1:
+        raise ConfigError(f"env.limit must be a whole number >= 1 (or null for every problem), got {limit!r}")
+    return int(text)
+
+
+def check_positive(knob: str, value: Any) -> float:
+    """A number > 0 (timeouts, limits); else a ConfigError naming the knob."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{knob} must be a number > 0, got {value!r}") from None
+    if not number > 0:
+        raise ConfigError(f"{knob} must be a number > 0, got {value!r}")
+    return number

@@ -33,7 +33,19 @@ class ChoiceEnv(Env):
             f"option ({LETTERS[gold]}), \"{choices[gold]}\", does.\n\nThe answer is \\boxed{{{LETTERS[gold]}}}."
         )
 
-    def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
+    scorer_name = "choice"
+
+    def scoring_functions(self) -> dict[str, Any]:
+        return {"choice": ChoiceScorer}
+
+
+class ChoiceScorer:
+    """Whether a sample's final letter is the gold one: `{"score", "extracted", ...}`."""
+
+    def __init__(self, env: Env | None = None) -> None:
+        pass
+
+    def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.choice import score_choice
 
         num_options = item.get("num_options") or len(LETTERS)

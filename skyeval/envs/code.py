@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skyeval.envs.base import Env, _ScoreRow
+from skyeval.envs.base import Env, _ScoreRow, check_positive
 from skyeval.envs.data import read_records, resolve_data_dir
 from skyeval.envs.math import check_knob
 from skyeval.templates import Template
@@ -76,7 +76,7 @@ class CodeEnv(Env):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.timeout_s, self.memory_mb = timeout_s, memory_mb
+        self.timeout_s, self.memory_mb = check_positive("env.timeout_s", timeout_s), memory_mb
         self.stop_at_first_failure, self.score_threads = stop_at_first_failure, score_threads
 
     def problem(self, problem_id: str, question: str, tests: dict[str, Any] | None, *,
@@ -111,13 +111,30 @@ class CodeEnv(Env):
 
         return {"sandbox": describe()}
 
-    def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
+    scorer_name = "code"
+
+    def scoring_functions(self) -> dict[str, Any]:
+        return {"code": CodeScorer}
+
+
+class CodeScorer:
+    """Runs a sample's last ```python block against the problem's tests (`tests_json`) in
+    the sandbox, with the env's time and memory limits: `{"score", "passed", ...}`."""
+
+    def __init__(self, env: CodeEnv) -> None:
+        self.env = env
+
+    def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.code import score_code
         from skyeval.scorers.sandbox import SandboxLimits
 
-        limits = SandboxLimits(timeout_s=self.timeout_s, cpu_s=self.timeout_s, memory_mb=self.memory_mb)
+        if "tests_json" not in item:
+            raise KeyError(f"a code sample needs `tests_json` (the problem's tests, from env.to_problem or "
+                           f"env.read_dataset()); this one has {sorted(item)}")
+        env = self.env
+        limits = SandboxLimits(timeout_s=env.timeout_s, cpu_s=env.timeout_s, memory_mb=env.memory_mb)
         return score_code(item.get("generation") or "", json.loads(item["tests_json"]), limits=limits,
-                          stop_at_first_failure=self.stop_at_first_failure, starter_code=item.get("starter_code"))
+                          stop_at_first_failure=env.stop_at_first_failure, starter_code=item.get("starter_code"))
 
 
 class HumanEvalEnv(CodeEnv):

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from skyeval.envs.base import Env
+from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
 from skyeval.scorers.math import last_boxed
 from skyeval.templates import BOXED_INSTRUCTION, Template
@@ -38,7 +38,7 @@ class MathEnv(Env):
         self.question_field, self.answer_field = question_field, answer_field
         self.solution_field, self.id_field = solution_field, id_field
         self.meta_fields = list(meta_fields or [])
-        self.timeout_s = timeout_s
+        self.timeout_s = check_positive("env.timeout_s", timeout_s)
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         return {
@@ -61,7 +61,20 @@ class MathEnv(Env):
         answer = expected[0] if isinstance(expected, list) else expected
         return f"{solution}\n\nThe final answer is $\\boxed{{{answer}}}$.".lstrip()
 
-    def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
+    scorer_name = "math"
+
+    def scoring_functions(self) -> dict[str, Any]:
+        return {"math": MathScorer}
+
+
+class MathScorer:
+    """Correctness of a sample's final answer against `expected` (math-verify), within the
+    env's `timeout_s`: `{"score", "extracted", "parse_failed", ...}`."""
+
+    def __init__(self, env: Env | None = None) -> None:
+        self.timeout_s = getattr(env, "timeout_s", 5.0)
+
+    def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.math import score_math
 
         return score_math(item.get("generation") or "", item["expected"], timeout_s=self.timeout_s)
@@ -124,13 +137,45 @@ class BoxedAnswerEnv(MathEnv):
         return last_boxed(row.get(self.solution_field or "") or "")
 
 
-class OlympiadBenchEnv(MathEnv):
-    """OlympiadBench (text-only, open-ended): `context` is prepended to the question;
-    `final_answer` (a list) loses its `$` delimiters; unit and answer type become meta."""
+# OlympiadBench's published open-ended, text-only subsets (hub configs of
+# Hothan/OlympiadBench) by friendly name. "easy" is the paper's easier level: Chinese
+# college-entrance-exam (CEE, gaokao) maths; the COMP subsets are olympiad competitions.
+OLYMPIADBENCH_SUBSETS = {
+    "maths_en": "OE_TO_maths_en_COMP",
+    "maths_zh": "OE_TO_maths_zh_COMP",
+    "maths_zh_cee": "OE_TO_maths_zh_CEE",
+    "physics_en": "OE_TO_physics_en_COMP",
+    "physics_zh_cee": "OE_TO_physics_zh_CEE",
+    "easy": "OE_TO_maths_zh_CEE",
+}
+# The one subset with a copy in the local mirror (SKYEVAL_DATA_DIR); the others load from
+# the hub, or from olympiadbench/<hub config>.jsonl under the data dir if you place them there.
+_OLYMPIADBENCH_LOCAL = {"OE_TO_maths_en_COMP": "olympiadbench/test.jsonl"}
 
-    def __init__(self, **kwargs: Any) -> None:
+
+class OlympiadBenchEnv(MathEnv):
+    """OlympiadBench (open-ended, text-only): `context` is prepended to the question;
+    `final_answer` (a list) loses its `$` delimiters; unit and answer type become meta.
+
+    `subset`: a friendly name of `OLYMPIADBENCH_SUBSETS` (or the hub config it names);
+    theorem-proving (TP_*) subsets have no final answer and multimodal (MM_*) ones need
+    the images, so neither is offered.
+    `score_format`: True (default) counts an answer only when the sample states it in
+    `\\boxed{}`, the format OlympiadBench's prompt asks for; an answer found only by the
+    lenient fallbacks ("the answer is x", the last number) scores 0 with
+    `format_ok: false`. False grades whatever final answer can be extracted."""
+
+    def __init__(self, subset: str = "maths_en", score_format: bool = True, **kwargs: Any) -> None:
+        hub_names = {v: v for v in OLYMPIADBENCH_SUBSETS.values()}
+        check_knob("olympiadbench subset", subset, (*OLYMPIADBENCH_SUBSETS, *hub_names))
+        hub_name = OLYMPIADBENCH_SUBSETS.get(subset, subset)
         kwargs.setdefault("id_field", "id")
+        kwargs.setdefault("hf_id", "Hothan/OlympiadBench")
+        kwargs.setdefault("split", "train")
+        kwargs["hf_subset"] = hub_name
+        kwargs["local_files"] = _OLYMPIADBENCH_LOCAL.get(hub_name, f"olympiadbench/{hub_name}.jsonl")
         super().__init__(**kwargs)
+        self.subset, self.score_format = subset, bool(score_format)
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         context = (row.get("context") or "").strip()
@@ -144,6 +189,24 @@ class OlympiadBenchEnv(MathEnv):
             "is_multiple_answer": bool(row.get("is_multiple_answer")),
             "subfield": row.get("subfield"),
         }
+
+    def scoring_functions(self) -> dict[str, Any]:
+        return {"math": OlympiadBenchScorer}
+
+
+class OlympiadBenchScorer(MathScorer):
+    """`MathScorer`, plus `format_ok` (the answer is in `\\boxed{}`); with the env's
+    `score_format` on, a sample whose answer is not boxed scores 0."""
+
+    def __init__(self, env: OlympiadBenchEnv) -> None:
+        super().__init__(env)
+        self.score_format = env.score_format
+
+    def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
+        result = {**super().__call__(item), "format_ok": last_boxed(item.get("generation") or "") is not None}
+        if self.score_format and not result["format_ok"]:
+            result["score"] = 0.0
+        return result
 
 
 NUMINA_SOURCES = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from typing import Any, Callable
 
@@ -16,6 +17,10 @@ class UnknownEnvError(SkyevalError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnknownKnobError(SkyevalError, TypeError):
+    """A knob (constructor argument) the env does not take."""
 
 
 class SkyEnvBuilder:
@@ -55,10 +60,29 @@ class SkyEnvBuilder:
                 bad = re.search(r"unexpected keyword argument '(\w+)'", str(err))
                 if bad is None:
                     raise
-                raise TypeError(f"env {name!r} has no knob {bad.group(1)!r} ({cls._registered[key].__name__})") from None
+                known = sorted(constructor_knobs(cls._registered[key]))
+                raise UnknownKnobError(unknown_knob_message(name, bad.group(1), known)) from None
             env.name = knobs.get("name") or key
             return env
         return build_from_config({**cls.config(key), **knobs})
+
+    @classmethod
+    def knobs(cls, name: str) -> list[str]:
+        """The knobs `name` takes: its config's keys and its class's constructor arguments."""
+        key = name.lower()
+        if key in cls._registered:
+            return sorted(constructor_knobs(cls._registered[key]))
+        cfg = cls.config(key)
+        from hydra.utils import get_class
+
+        return sorted({k for k in cfg if k != "_target_"} | constructor_knobs(get_class(cfg["_target_"])))
+
+    @classmethod
+    def check_knob(cls, name: str, knob: str) -> None:
+        """Raise UnknownKnobError (closest match, the valid knobs) unless `name` takes `knob`."""
+        known = cls.knobs(name)
+        if knob not in known:
+            raise UnknownKnobError(unknown_knob_message(name, knob, known))
 
     @classmethod
     def _unknown(cls, name: str) -> UnknownEnvError:
@@ -81,5 +105,30 @@ def build_from_config(cfg: dict[str, Any]) -> Env:
         bad = re.search(r"unexpected keyword argument '(\w+)'", str(err))
         if bad is None:
             raise
-        known = ", ".join(sorted(k for k in cfg if k != "_target_"))
-        raise TypeError(f"env {cfg.get('name')!r} has no knob {bad.group(1)!r}; its knobs include: {known}") from None
+        from hydra.utils import get_class
+
+        known = sorted(constructor_knobs(get_class(cfg["_target_"])))
+        raise UnknownKnobError(unknown_knob_message(cfg.get("name"), bad.group(1), known)) from None
+
+
+def constructor_knobs(env_cls: Any) -> set[str]:
+    """Keyword arguments an env class accepts, following `**kwargs` up its bases."""
+    knobs: set[str] = set()
+    for klass in getattr(env_cls, "__mro__", (env_cls,)):
+        init = klass.__dict__.get("__init__") if isinstance(klass, type) else klass
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        knobs |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return knobs
+
+
+def unknown_knob_message(env: Any, knob: str, known: list[str]) -> str:
+    """`env 'aime24' has no knob 'limt'. Did you mean 'limit'? Its knobs: ...` (the typo is
+    never listed among the valid knobs)."""
+    known = [k for k in known if k != knob]
+    close = difflib.get_close_matches(knob, known, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return f"env {env!r} has no knob {knob!r}.{hint} Its knobs: {', '.join(known)}"

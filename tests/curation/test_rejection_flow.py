@@ -54,7 +54,7 @@ def run_dir(tmp_path_factory, data_dir) -> Path:
     """generate (CLI) -> edit generations -> score (CLI)."""
     cwd = tmp_path_factory.mktemp("rejection")
     run_cli("generate", "+experiment=numina_rejection_sampling", "env=math500", f"env._target_={RS_TARGET}",
-            "env.limit=6", "sampling_params.n=4", "template.system_prompt=helpful", cwd=cwd)
+            "env.limit=6", "sampling_params.n=4", "template.system_prompt_name=helpful", cwd=cwd)
     folder = cwd / "outputs" / "rejection_sampling_math500_reference"
     gens = read_jsonl(folder / "generations" / "generations.jsonl")
     expected = {json.loads(line)["unique_id"]: json.loads(line)["answer"]

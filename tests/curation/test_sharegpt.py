@@ -8,7 +8,7 @@ from skyeval.templates import Template
 
 
 def test_chat_prompt_with_system_prompt_maps_roles(data_dir):
-    env = SkyEnvBuilder.build("gsm8k", {"limit": 1, "template": {"system_prompt": "qwq"}})
+    env = SkyEnvBuilder.build("gsm8k", {"limit": 1, "template": {"system_prompt_name": "qwq"}})
     problem = env.apply_prompt_template_on_item(env.load_problems()[0])
     row = sharegpt_row({**problem, "sample_idx": 0, "generation": "Twelve. \\boxed{12}"})
     assert [t["from"] for t in row["conversations"]] == ["system", "human", "gpt"]

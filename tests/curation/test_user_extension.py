@@ -4,6 +4,7 @@ math env, add a scorer, register it, run it from Python and from the CLI."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_registered_env_runs_from_the_cli_with_a_user_config(tmp_path, data_dir)
         "env:\n  name: MY_ENV\n  limit: 6\n  max_words: 40\n"
         "logging:\n  experiment_name: my_env_run\n"
     )
-    run_cli("evaluate", "--config", "my_env.yaml", cwd=tmp_path, env={"PYTHONPATH": str(PLUGIN_DIR)})
+    run_cli("evaluate", "--config", "my_env.yaml", cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")])})
     folder = tmp_path / "outputs" / "my_env_run"
     summary = load_summary(folder)
     scores = read_jsonl(folder / "scores" / "scores.jsonl")
@@ -59,9 +60,9 @@ def test_registered_env_runs_from_the_cli_with_a_user_config(tmp_path, data_dir)
 
 def test_missing_steps_give_clear_errors(tmp_path, data_dir):
     proc = run_cli("evaluate", "+imports=[my_env_plugin]", "+env=my_env", cwd=tmp_path, check=False,
-                   env={"PYTHONPATH": str(PLUGIN_DIR)})
+                   env={"PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")])})
     assert proc.returncode == 2 and "unknown env 'my_env'" in proc.stderr  # +env= needs conf/env/my_env.yaml
     (tmp_path / "my_env.yaml").write_text("imports: [my_env_plugin]\nenv:\n  name: MY_ENV\n")
-    proc = run_cli("evaluate", "--config", "my_env.yaml", cwd=tmp_path, check=False, env={"PYTHONPATH": ""})
+    proc = run_cli("evaluate", "--config", "my_env.yaml", cwd=tmp_path, check=False, env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     assert proc.returncode == 2 and "No module named 'my_env_plugin'" in proc.stderr
 

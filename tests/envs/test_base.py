@@ -52,3 +52,38 @@ def test_missing_local_file_is_a_clear_error(tmp_path):
     env = SkyEnvBuilder.build("math500", {"data_dir": str(tmp_path)})
     with pytest.raises(FileNotFoundError, match="math500/test.jsonl"):
         env.load_problems()
+
+
+def test_close_and_with_env_stop_the_backend_thread(data_dir):
+    """`with env:` (and env.close()) stops what the backend started: the HTTP client's loop thread."""
+    import threading
+
+    from skyeval.backends.openai import HTTPConfig
+    from tests.backends.fault_server import FaultServer
+
+    with FaultServer() as server:
+        with SkyEnvBuilder.build("aime24", {"limit": 1}) as env:
+            env.setup(HTTPConfig(model_source="m", api_url=server.url, api_key_env=None))
+            problem = env.apply_prompt_template_on_item(env.load_problems()[0])
+            assert [r.ok for r in env.stream_generations([problem])] == [True]
+            assert any(t.name == "skyeval-openai" for t in threading.enumerate())
+        assert env.backend is None
+        assert not any(t.name == "skyeval-openai" for t in threading.enumerate())
+        env.close()  # twice is fine
+
+
+def test_setup_again_closes_the_backend_it_replaces(data_dir):
+    import threading
+
+    from skyeval.backends.openai import HTTPConfig
+    from tests.backends.fault_server import FaultServer
+
+    with FaultServer() as server:
+        env = SkyEnvBuilder.build("aime24", {"limit": 1})
+        config = HTTPConfig(model_source="m", api_url=server.url, api_key_env=None)
+        env.setup(config)
+        problem = env.apply_prompt_template_on_item(env.load_problems()[0])
+        list(env.stream_generations([problem]))
+        env.setup(config)
+        assert sum(t.name == "skyeval-openai" for t in threading.enumerate()) == 0
+        env.close()
