@@ -55,5 +55,12 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+def run_folder(root: Path, name: str) -> Path:
+    """The one run folder under `root` whose name is `name` plus its fingerprint suffix."""
+    found = sorted(root.glob(f"{name}_" + "[0-9a-f]" * 8))
+    assert len(found) == 1, f"expected one {name}_<hash> under {root}, found {[p.name for p in root.iterdir()] if root.exists() else 'nothing'}"
+    return found[0]
+
+
 def per_problem_rows(run_dir: Path) -> list[dict]:
     return [r for p in sorted((run_dir / "scores").glob("*per_problem*.jsonl")) for r in read_jsonl(p)]

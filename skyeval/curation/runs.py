@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skyeval.ray_session import dataset_of as to_dataset  # noqa: F401 (re-exported)
-from skyeval.results import RunFolder, key_of, read_jsonl, write_json, write_rows
+from skyeval.errors import DataNotFoundError
+from skyeval.results import RunFolder, key_of, write_json, write_rows
 
 if TYPE_CHECKING:
     from skyeval.envs.base import Env
@@ -19,14 +20,17 @@ log = logging.getLogger("skyeval")
 
 
 def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
-    """The scored samples of a run (scores/scores.jsonl), each with its prompt from
-    generations/generations.jsonl. Raises if the run was never scored."""
+    """The scored samples of a run (scores/), each with its texts (prompt, generation,
+    reasoning) from generations/. Raises if the run was never scored."""
     folder = RunFolder(run_dir)
-    if not folder.scores.exists():
-        raise FileNotFoundError(f"{folder.scores} not found: score the run first "
+    if next(folder.records("scores"), None) is None:
+        raise DataNotFoundError(f"{folder.path} has no scores: score the run first "
                                 f"(python -m skyeval.cli score run_dir={folder.path})")
-    prompts = {key_of(g): g.get("prompt") for g in read_jsonl(folder.generations)}
-    return [{**r, "prompt": prompts.get(key_of(r))} for r in read_jsonl(folder.scores)]
+    texts = {key_of(g): {k: g.get(k) for k in _TEXTS if k in g} for g in folder.records("generations")}
+    return [{**r, **texts.get(key_of(r), {})} for r in folder.records("scores")]
+
+
+_TEXTS = ("prompt", "generation", "reasoning")
 
 
 def load_env(run_dir: str | os.PathLike) -> "Env":
@@ -37,7 +41,7 @@ def load_env(run_dir: str | os.PathLike) -> "Env":
 
     folder = RunFolder(run_dir)
     if not folder.config.exists():
-        raise FileNotFoundError(f"{folder.path} is not a run folder (no config.yaml)")
+        raise DataNotFoundError(f"{folder.path} is not a run folder (no config.yaml)")
     return build_env(resolve(OmegaConf.load(folder.config)))
 
 

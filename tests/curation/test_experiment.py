@@ -3,6 +3,8 @@ the NuminaMath fixture."""
 
 from __future__ import annotations
 
+import re
+
 import shutil
 
 import pytest
@@ -10,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from skyeval.config import CONF_DIR, register_resolvers
-from tests.conftest import REPO, load_summary, read_jsonl, run_cli
+from tests.conftest import REPO, load_summary, read_jsonl, run_cli, run_folder
 
 EXPERIMENT = "+experiment=numina_rejection_sampling"
 
@@ -27,7 +29,7 @@ def test_experiment_is_a_delta_over_numina_and_default_sampling():
     assert cfg.env.source == "all" and cfg.env.min_readability == 0.5
     assert (cfg.sampling_params.n, cfg.sampling_params.temperature) == (8, 0.7)
     assert cfg.sampling_params.max_tokens == 32768  # from sampling_params/default.yaml
-    assert cfg.logging.experiment_name == "rejection_sampling_numina_reference"
+    assert re.fullmatch(r"rejection_sampling_numina_reference_[0-9a-f]{8}", cfg.logging.experiment_name)
 
 
 def test_swapping_the_env_uses_env_not_plus_env():
@@ -42,10 +44,10 @@ def test_numina_rejection_sampling_from_the_cli(tmp_path, data_dir):
     data.mkdir(parents=True)
     shutil.copy(REPO / "tests" / "fixtures" / "numina.jsonl", data / "train.jsonl")
     run_cli("evaluate", EXPERIMENT, f"data_dir={tmp_path / 'data'}", "sampling_params.n=2", cwd=tmp_path)
-    folder = tmp_path / "outputs" / "rejection_sampling_numina_reference"
+    folder = run_folder(tmp_path / "outputs", "rejection_sampling_numina_reference")
     summary = load_summary(folder)
     assert summary["env"] == "numina" and summary["counts"]["samples"] == 14  # 7 boxed-answer rows x 2
     assert summary["metrics"]["accuracy"] == 1.0 and summary["config"]["sampling_params"]["temperature"] == 0.7
-    scores = read_jsonl(folder / "scores" / "scores.jsonl")
+    scores = read_jsonl(folder / "scores")
     assert {s["source"] for s in scores} >= {"amc_aime", "math", "olympiads"}
     assert all(s["keep"] and s["correctness"] == 1 and s["readability"] >= 0.5 for s in scores)

@@ -23,7 +23,7 @@ from skyeval.curation.pairs import SHORTEST_LONGEST, SILC, response_length
 from skyeval.curation.rewrite import rewrite_prompt
 from skyeval.scorers.math import score_math
 from tests.backends.fault_server import FaultServer
-from tests.conftest import REPO, load_summary, read_jsonl, run_cli
+from tests.conftest import REPO, load_summary, per_problem_rows, read_jsonl, run_cli, run_folder
 
 CURATE = str(REPO / "scripts" / "curate.py")
 WRONG = "12345"
@@ -55,21 +55,21 @@ def run_dir(tmp_path_factory, data_dir) -> Path:
     cwd = tmp_path_factory.mktemp("rejection")
     run_cli("generate", "+experiment=numina_rejection_sampling", "env=math500", f"env._target_={RS_TARGET}",
             "env.limit=6", "sampling_params.n=4", "template.system_prompt_name=helpful", cwd=cwd)
-    folder = cwd / "outputs" / "rejection_sampling_math500_reference"
-    gens = read_jsonl(folder / "generations" / "generations.jsonl")
+    folder = run_folder(cwd / "outputs", "rejection_sampling_math500_reference")
+    gens = read_jsonl(folder / "generations")
     expected = {json.loads(line)["unique_id"]: json.loads(line)["answer"]
                 for line in (data_dir / "math500" / "test.jsonl").read_text().splitlines()}
     order = sorted({g["id"] for g in gens})
     for g in gens:
         g["generation"] = edited(g["generation"], expected[g["id"]], order.index(g["id"]), g["sample_idx"])
-    (folder / "generations" / "generations.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (folder / "generations").write_text("".join(json.dumps(g) + "\n" for g in gens))
     run_cli("score", f"run_dir={folder}", cwd=cwd)
     return folder
 
 
 @pytest.fixture(scope="module")
 def scores(run_dir) -> list[dict]:
-    return read_jsonl(run_dir / "scores" / "scores.jsonl")
+    return read_jsonl(run_dir / "scores")
 
 
 def test_generate_then_score_applies_both_scorers(run_dir, scores):
@@ -113,7 +113,7 @@ def test_best_of_n_agrees_with_summary_metrics(run_dir, scores, ray_session):
         assert mean == pytest.approx(metrics["pass@k"][k])
     majority = sum(q["majority_score"] for q in per_question.values()) / len(per_question)
     assert majority == pytest.approx(metrics["majority_vote_accuracy"])
-    for saved in read_jsonl(run_dir / "scores" / "per_problem.jsonl"):
+    for saved in per_problem_rows(run_dir):
         mine = per_question[saved["id"]]
         assert {k: mine[k] for k in saved if k != "id"} == {k: v for k, v in saved.items() if k != "id"}
     assert metrics["majority_vote_accuracy"] == 1.0  # odd problems tie 2-2: the first seen (gold) answer wins

@@ -52,7 +52,7 @@ def test_registered_env_runs_from_the_cli_with_a_user_config(tmp_path, data_dir)
     run_cli("evaluate", "--config", "my_env.yaml", cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")])})
     folder = tmp_path / "outputs" / "my_env_run"
     summary = load_summary(folder)
-    scores = read_jsonl(folder / "scores" / "scores.jsonl")
+    scores = read_jsonl(folder / "scores")
     assert summary["env"] == "my_env" and summary["counts"]["scored"] == 6
     assert all(s["score"] == (1.0 if s["concise"] else 0.5) for s in scores)
     assert summary["metrics"]["accuracy"] == pytest.approx(sum(s["score"] for s in scores) / 6)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from skyeval import SkyEnvBuilder
-from tests.conftest import load_summary, run_cli
+from tests.conftest import load_summary, run_cli, run_folder
 
 KNOWN_MISSES = {
     "mbpp": {"123": "reference amicable_numbers_sum(9999) is quadratic: ~11 s here, over the 6 s timeout"},
@@ -53,7 +53,7 @@ def test_references_pass_and_cross_wired_fail(name, data_dir):
 @slow
 def test_cli_humaneval_reference_scores_full_marks(tmp_path, data_dir):
     run_cli("evaluate", "+env=humaneval", "model_config=reference", cwd=tmp_path)
-    summary = load_summary(tmp_path / "outputs" / "humaneval_reference_t0.0")
+    summary = load_summary(run_folder(tmp_path / "outputs", "humaneval_reference_t0.0"))
     assert summary["counts"]["scored"] == 164 and summary["counts"]["failed"] == 0
     assert summary["metrics"]["accuracy"] == 1.0
     sandbox = summary["scoring"]["sandbox"]

@@ -14,7 +14,7 @@ import pytest
 
 from skyeval import SkyEnvBuilder
 from skyeval.scorers.choice import LETTERS
-from tests.conftest import load_summary, run_cli
+from tests.conftest import load_summary, run_cli, run_folder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MATH_ENVS = ["aime24", "aime25", "amc23", "math500", "gsm8k", "minervamath", "olympiadbench_math_en"]
@@ -75,6 +75,6 @@ def test_reference_scores_full_marks_and_cross_wired_scores_none(name, data_dir)
 @pytest.mark.parametrize("name", ["aime25", "olympiadbench_math_en", "gpqa_diamond"])
 def test_cli_reference_run(name, tmp_path, data_dir):
     run_cli("evaluate", f"+env={name}", "model_config=reference", "env.limit=40", cwd=tmp_path)
-    summary = load_summary(tmp_path / "outputs" / f"{name}_reference_t0.0")
+    summary = load_summary(run_folder(tmp_path / "outputs", f"{name}_reference_t0.0"))
     assert summary["counts"]["scored"] == min(40, summary["counts"]["problems"]) and summary["counts"]["failed"] == 0
     assert summary["metrics"]["accuracy"] >= 0.99
