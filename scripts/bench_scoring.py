@@ -34,7 +34,7 @@ def skyeval_rate(env, items: list[dict]) -> tuple[float, float]:
     """(items/s, accuracy) of `env.score` over a Ray Dataset of `items`."""
     from skyeval.ray_session import dataset_of
 
-    env.score(dataset_of(items[:64])).take_all()  # warm-up: starts Ray and imports math-verify in workers
+    env.score(dataset_of(items[:256])).take_all()  # warm-up: starts Ray, imports math-verify in every worker
     ds = dataset_of(items).materialize()
     start = time.perf_counter()
     rows = env.score(ds).take_all()

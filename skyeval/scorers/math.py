@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import time
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from functools import lru_cache
 
 from skyeval.errors import MissingDependencyError
@@ -54,6 +55,7 @@ _PERCENT = re.compile(
 )
 _PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)", re.ASCII)
 _DECIMAL_COMMA = re.compile(r"(-?)(\d+),(\d+)", re.ASCII)
+_FRACTION = re.compile(r"(-?)(?:\\[dt]?frac\{(\d+)\}\{(\d+)\}|(\d+)/(\d+))", re.ASCII)
 # What may sit between two boxes of one answer set: "$, $", " and ", "\] \[", "x = ".
 _BOX_CONNECTOR = re.compile(
     r"(?:\s|[$,;.&]|\\[\[\]()]|\\q?quad|\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b|\b[a-zA-Z](?:_\{?\d+\}?)?\s*=)*"
@@ -300,7 +302,7 @@ def _unanchored_config() -> tuple:
 
 def _quick_verdict(golds: tuple[str, ...], candidates: list[str]) -> bool | None:
     """Decide without math-verify where that is exact: identical text, text answers,
-    plain numbers. None when math-verify must decide."""
+    plain numbers and simple fractions. None when math-verify must decide."""
     undecided = False
     for gold in golds:
         gold_key, gold_number = _text_key(gold), _number(gold)
@@ -316,23 +318,28 @@ def _quick_verdict(golds: tuple[str, ...], candidates: list[str]) -> bool | None
             if gold_number is not None and number is not None:
                 if number == gold_number:
                     return True
-                if abs(number - gold_number) > Decimal("1e-4") * max(1, abs(number), abs(gold_number)):
+                if abs(number - gold_number) > Fraction(1, 10_000) * max(1, abs(number), abs(gold_number)):
                     continue  # clearly different numbers
             undecided = True
     return None if undecided else False
 
 
-def _number(text: str, *, decimal_comma: bool = False) -> Decimal | None:
-    """A plain number's value; with ``decimal_comma`` also "0,111", "2,74", "1000,99"
-    (never "1,234", which is a thousands separator)."""
+def _number(text: str, *, decimal_comma: bool = False) -> Fraction | None:
+    """The exact value of a plain number or simple fraction ("-\\frac{3}{4}", "3/4"); with
+    ``decimal_comma`` also "0,111", "2,74", "1000,99" (never "1,234", a thousands separator)."""
+    if fraction := _FRACTION.fullmatch(text):
+        sign, numerator, denominator = fraction.group(1), fraction.group(2) or fraction.group(4), fraction.group(3) or fraction.group(5)
+        if int(denominator) == 0:
+            return None
+        return Fraction(int(numerator), int(denominator)) * (-1 if sign else 1)
     if not _PLAIN_NUMBER.fullmatch(text):
         match = _DECIMAL_COMMA.fullmatch(text) if decimal_comma else None
         if not match or (match.group(2) != "0" and len(match.group(2)) <= 3 and len(match.group(3)) == 3):
             return None
         text = f"{match.group(1)}{match.group(2)}.{match.group(3)}"
     try:
-        return Decimal(text)
-    except InvalidOperation:
+        return Fraction(Decimal(text))
+    except (InvalidOperation, ValueError):
         return None
 
 
