@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
-from skyeval.scorers.math import last_boxed
+from skyeval.scorers.math import last_boxed, require_math_verify
 from skyeval.templates import BOXED_INSTRUCTION, Template
 
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -34,6 +34,7 @@ class MathEnv(Env):
         timeout_s: float = 5.0,
         **kwargs: Any,
     ) -> None:
+        require_math_verify()  # a missing grader dependency fails at build, not as score 0
         super().__init__(**kwargs)
         self.question_field, self.answer_field = question_field, answer_field
         self.solution_field, self.id_field = solution_field, id_field

@@ -34,7 +34,9 @@ def test_500_is_not_5():
 
 
 def test_empty_prediction_does_not_match_empty_reference():
-    assert score_math("", "") == {"score": 0.0, "extracted": None, "parse_failed": True, "timed_out": False}
+    assert score_math("", "") == {
+        "score": 0.0, "extracted": None, "parse_failed": True, "parse_error": "no answer found", "timed_out": False,
+    }
     assert _scored(r"\boxed{}", "") == 0.0
     assert _scored(r"\boxed{3}", "") == 0.0
 
@@ -81,7 +83,9 @@ def test_pathological_input_times_out_in_main_thread():
     start = time.monotonic()
     result = score_math(PATHOLOGICAL, "5", timeout_s=1.0)
     assert time.monotonic() - start < 4.0  # limit + slack for a loaded 2-core box
-    assert result == {"score": 0.0, "extracted": "9^{9^{9^{9}}}", "parse_failed": False, "timed_out": True}
+    assert result == {
+        "score": 0.0, "extracted": "9^{9^{9^{9}}}", "parse_failed": False, "parse_error": None, "timed_out": True,
+    }
     assert _scored(r"\boxed{6}", "6") == 1.0  # the grader still works afterwards
 
 
@@ -161,9 +165,11 @@ def test_explicit_answer_beats_a_later_number():
 
 def test_parse_failure_is_distinct_from_a_wrong_answer():
     assert score_math("I cannot solve this.", "4") == {
-        "score": 0.0, "extracted": None, "parse_failed": True, "timed_out": False,
+        "score": 0.0, "extracted": None, "parse_failed": True, "parse_error": "no answer found", "timed_out": False,
     }
-    assert score_math(r"\boxed{5}", "4") == {"score": 0.0, "extracted": "5", "parse_failed": False, "timed_out": False}
+    assert score_math(r"\boxed{5}", "4") == {
+        "score": 0.0, "extracted": "5", "parse_failed": False, "parse_error": None, "timed_out": False,
+    }
 
 
 # --- equivalence -----------------------------------------------------------------------------

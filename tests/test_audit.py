@@ -1,0 +1,84 @@
+"""`audit run_dir=...`: skyeval's grader and plain math-verify side by side on a run folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from skyeval.audit import main
+from skyeval.errors import ConfigError, DataNotFoundError
+from skyeval.results import append_jsonl
+
+
+def _run_folder(tmp_path: Path, data_dir: Path, records: list[dict]) -> Path:
+    run_dir = tmp_path / "run"
+    (run_dir / "generations").mkdir(parents=True)
+    config = {"env": {"name": "math500", "limit": 3, "data_dir": None}, "data_dir": str(data_dir)}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    append_jsonl(run_dir / "generations" / "part-00000.jsonl", records)
+    return run_dir
+
+
+@pytest.fixture
+def golds(data_dir: Path) -> list[tuple[str, str]]:
+    path = data_dir / "math500" / "test.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not found (set SKYEVAL_DATA_DIR)")
+    rows = [json.loads(line) for line in path.read_text().splitlines()[:3]]
+    return [(row["unique_id"], row["answer"]) for row in rows]
+
+
+def test_audit_writes_every_disagreement_and_the_counts(tmp_path, data_dir, golds):
+    (id0, gold0), (id1, gold1), (id2, _) = golds
+    records = [
+        # both right; the gold comes from the env rebuilt from config.yaml (no `expected`)
+        {"id": id0, "sample_idx": 0, "generation": f"Thus the answer is $\\boxed{{{gold0}}}$."},
+        # truncated reasoning: skyeval says no answer, math-verify reads the box in the thoughts
+        {"id": id1, "sample_idx": 0, "generation": f"<think>\nMaybe \\boxed{{{gold1}}}? Let me check that"},
+        # percent word: skyeval right, math-verify wrong
+        {"id": id2, "sample_idx": 1, "generation": "The discount is 28 pct.", "expected": "28\\%"},
+        {"id": id2, "sample_idx": 2, "generation": None},  # a failed generation: skipped
+    ]
+    run_dir = _run_folder(tmp_path, data_dir, records)
+    assert main([f"run_dir={run_dir}"]) == 0
+    summary = json.loads((run_dir / "audit" / "summary.json").read_text())
+    assert summary["generations"] == 3 and summary["skipped"] == 1
+    assert (summary["both_right"], summary["skyeval_only_right"], summary["math_verify_only_right"]) == (1, 1, 1)
+    assert summary["skyeval_parse_errors"] == {"unclosed <think>: truncated reasoning": 1}
+    lines = (run_dir / "audit" / "disagreements.jsonl").read_text().splitlines()
+    rows = {(row["id"], row["sample_idx"]): row for row in map(json.loads, lines)}
+    assert set(rows) == {(id1, 0), (id2, 1)}
+    assert rows[id1, 0]["gold"] == gold1 and rows[id1, 0]["skyeval"] == 0.0 and rows[id1, 0]["math_verify"] == 1.0
+    assert rows[id1, 0]["extracted"] is None and rows[id1, 0]["parse_error"].startswith("unclosed <think>")
+    assert rows[id2, 1] | {"generation_tail": None} == {
+        "id": id2, "sample_idx": 1, "gold": "28\\%", "extracted": "28", "math_verify_extracted": "28",
+        "skyeval": 1.0, "math_verify": 0.0, "parse_error": None, "generation_tail": None,
+    }
+
+
+def test_audit_out_option_and_module_entry_point(tmp_path, data_dir, golds):
+    (id0, gold0), *_ = golds
+    run_dir = _run_folder(tmp_path, data_dir, [{"id": id0, "sample_idx": 0, "generation": f"\\boxed{{{gold0}}}"}])
+    out = tmp_path / "elsewhere" / "dis.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "skyeval.audit", f"run_dir={run_dir}", f"out={out}"],
+        capture_output=True, text=True, check=True,
+    )
+    assert "agree" in proc.stdout and out.exists() and out.read_text() == ""
+    assert json.loads((out.parent / "summary.json").read_text())["agree"] == 1
+
+
+def test_audit_bad_input_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="run_dir"):
+        main([])
+    with pytest.raises(ConfigError, match="unexpected argument"):
+        main(["run_dir"])
+    with pytest.raises(DataNotFoundError, match="not a run folder"):
+        main([f"run_dir={tmp_path}"])
+    proc = subprocess.run([sys.executable, "-m", "skyeval.audit", f"run_dir={tmp_path}"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("skyeval: error:")
