@@ -17,7 +17,8 @@ def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_
     assert "run folder:" in proc.stdout
     summary = load_summary(folder)
     assert summary["metrics"]["accuracy"] >= 0.99
-    assert summary["counts"] == {"problems": 500, "samples": 500, "generated": 500, "scored": 500, "failed": 0, "resumed": 0}
+    assert summary["counts"] == {"problems": 500, "samples": 500, "generated": 500, "scored": 500, "failed": 0, "missing": 0,
+                                 "resumed": 0}
     for part in ("generations", "scores", "failures", "logs.txt", "config.yaml", "summary.json"):
         assert (folder / part).exists(), part
     assert len(read_jsonl(folder / "scores")) == 500

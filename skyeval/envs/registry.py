@@ -100,7 +100,7 @@ def build_from_config(cfg: dict[str, Any]) -> Env:
     try:
         return instantiate(cfg, _convert_="all")
     except InstantiationException as err:
-        if isinstance(err.__cause__, ValueError):  # a knob with a bad value: the env's own message
+        if isinstance(err.__cause__, (ValueError, SkyevalError)):  # a knob's bad value, a missing package: its own message
             raise err.__cause__ from None
         bad = re.search(r"unexpected keyword argument '(\w+)'", str(err))
         if bad is None:
