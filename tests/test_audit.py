@@ -12,7 +12,7 @@ import yaml
 
 from skyeval.audit import main
 from skyeval.errors import ConfigError, DataNotFoundError
-from skyeval.results import append_jsonl
+from skyeval.results import RunFolder
 
 
 def _run_folder(tmp_path: Path, data_dir: Path, records: list[dict]) -> Path:
@@ -20,7 +20,9 @@ def _run_folder(tmp_path: Path, data_dir: Path, records: list[dict]) -> Path:
     (run_dir / "generations").mkdir(parents=True)
     config = {"env": {"name": "math500", "limit": 3, "data_dir": None}, "data_dir": str(data_dir)}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
-    append_jsonl(run_dir / "generations" / "part-00000.jsonl", records)
+    with RunFolder(run_dir).writer("generations") as writer:
+        for record in records:
+            writer.write(record)
     return run_dir
 
 
