@@ -179,6 +179,7 @@ class MetricsAccumulator:
         score = float(record["score"])
         if not 0 <= score <= 1:
             raise ValueError(f"score of {record['id']}#{record['sample_idx']} is {score}, not in [0, 1]")
+        self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))
         self.parse_failed += bool(record.get("parse_failed"))
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
@@ -186,7 +187,6 @@ class MetricsAccumulator:
             if value is not None:
                 self.extra_total[name] += exact(float(value))
                 self.extra_samples[name] += 1
-        self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))
 
     def add_failure(self, record: dict[str, Any]) -> None:
         """A failed sample (load, template, generate or score stage): `id`, `sample_idx`."""
@@ -210,7 +210,8 @@ class MetricsAccumulator:
         if completion is None or reason is None:
             self.without_tokens += 1
         if completion is not None:
-            self.completion.counts[int(completion)] += 1
+            completion = int(completion)
+            self.completion.counts[completion] += 1
             if reason == "stop":
                 for b in self.budgets:
                     if completion <= b:
