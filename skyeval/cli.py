@@ -294,7 +294,7 @@ def _check_env_knobs(overrides: list[str]) -> list[str]:
     out = []
     for override in overrides:
         key = override.partition("=")[0]
-        if key.startswith("env.") and key.count(".") == 1:
+        if key.startswith("env.") and key.count(".") == 1 and not key.startswith("env._"):  # `_target_` is Hydra's
             for name in envs[0]:
                 SkyEnvBuilder.check_knob(name, key.split(".", 1)[1])
             override = "++" + override

@@ -164,8 +164,10 @@ class _Recorder:
             self.per_problem.write(row)
 
     def close(self) -> None:
+        """Per-problem rows of the problems still open (missing samples) too, then close the parts."""
         with self.lock:
-            self._drain()
+            for row in self.metrics.drain_problems(final=True):
+                self.per_problem.write(row)
             for writer in (self.generations, self.scores, self.failures, self.per_problem):
                 writer.close()
 
@@ -404,9 +406,11 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
         _replace_scores(folder, staging)
     _account(earlier, recorder, outcome, KeySet(hashes=members), n, stage)
     outcome.metrics_summary = outcome.metrics.summary() if stage != "generate" else {}
-    recorder.close()  # after summary(): per-problem rows of problems it folded at the end
+    recorder.close()
     for path in old_per_problem:
         path.unlink(missing_ok=True)
+    log.info("%s %d samples of %d problems in %.1fs: %d scored, %d failed", stage,
+             outcome.samples, outcome.problems, time.monotonic() - progress.start, outcome.scored, outcome.failed)
     if outcome.problems == 0:
         log.warning("env %s has no problems%s: nothing to do", env.name,
                     f" (env.limit={env.limit})" if env.limit is not None else "")

@@ -167,7 +167,12 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
     except OmegaConfBaseException as err:
         raise ConfigError(f"config error: {str(err).splitlines()[0]}") from None
     for module in resolved.get("imports") or []:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name is None or not module.startswith(err.name):
+                raise  # the module is there but imports something missing: a bug in it
+            raise ConfigError(f"imports: No module named {err.name!r} (is its folder on PYTHONPATH?)") from None
     return resolved
 
 
@@ -212,7 +217,7 @@ def _report(summary: dict[str, Any], folder: RunFolder) -> None:
     if metrics.get("accuracy") is not None:
         line += f" | accuracy {metrics['accuracy']:.4f}"
         interval = (metrics.get("intervals") or {}).get("accuracy")
-        if interval and interval.get("ci95"):
+        if interval and interval.get("ci95") and None not in interval["ci95"]:
             low, high = interval["ci95"]
             line += f" (95% CI {low:.4f}-{high:.4f}, {interval['problems']} problems x n={interval['n']})"
         if counts["failed"] and metrics.get("accuracy_scored_only") is not None:

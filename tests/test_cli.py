@@ -24,7 +24,7 @@ def test_demo_math500_reference_scores_all_and_writes_a_complete_run_folder(tmp_
     assert len(read_jsonl(folder / "scores")) == 500
     assert summary["git_commit"] is None or len(summary["git_commit"]) == 40
     assert summary["versions"]["ray"] and summary["config"]["env"]["name"] == "math500"
-    assert "scored 500 samples" in (folder / "logs.txt").read_text()
+    assert "evaluate 500 samples of 500 problems" in (folder / "logs.txt").read_text()
 
 
 def test_multirun_over_temperatures_writes_one_folder_per_job(tmp_path, data_dir):
@@ -55,7 +55,7 @@ def test_user_config_file_with_overrides(tmp_path, data_dir):
         "logging:\n  experiment_name: my_aime_run\n"
     )
     run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", cwd=tmp_path)
-    folder = run_folder(tmp_path, "my_aime_run")
+    folder = tmp_path / "outputs" / "my_aime_run"  # a name the user chose is taken as it is
     summary = load_summary(folder)
     assert summary["counts"]["problems"] == 3 and summary["counts"]["samples"] == 6
     assert summary["metrics"]["pass@k"]["2"] == 1.0

@@ -263,12 +263,13 @@ def _scored(name: str, scorer: Callable[[dict[str, Any]], Any], item: dict[str, 
 
 
 def check_limit(limit: Any) -> int | None:
-    """`limit` as a whole number >= 1, or None for every problem; else a ConfigError."""
+    """`limit` as a whole number >= 0 (0: none, a run that says so), or None for every
+    problem; else a ConfigError."""
     if limit is None:
         return None
     text = str(limit).strip()
-    if isinstance(limit, bool) or not (isinstance(limit, int) or text.isdigit()) or int(text) < 1:
-        raise ConfigError(f"env.limit must be a whole number >= 1 (or null for every problem), got {limit!r}")
+    if isinstance(limit, bool) or not (isinstance(limit, int) or text.isdigit()) or int(text) < 0:
+        raise ConfigError(f"env.limit must be a whole number >= 0 (or null for every problem), got {limit!r}")
     return int(text)
 
 

@@ -91,7 +91,7 @@ def _versus(setting: str):
             drawn = True
         if setting == "max_tokens":
             for run, label in group:
-                estimate = budget_points(run.metrics.get("budget"))
+                estimate = budget_points(run.metrics.get("budget_curve"))
                 if len(estimate) >= 2:
                     xs, ys = zip(*estimate)
                     ax.plot(xs, ys, linestyle="--", marker=".", label=f"{label} (estimate from one run)")

@@ -68,7 +68,8 @@ class RunInfo:
 
     @property
     def pass_at_k(self) -> dict[int, float]:
-        return {int(k): float(v) for k, v in (self.metrics.get("pass@k") or {}).items() if v is not None}
+        return {int(k): float(v) for k, v in (self.metrics.get("pass@k") or {}).items()
+                if v is not None and k.isdigit()}  # "1:n=64" keys (user-selected metrics) are not a curve
 
     @property
     def truncated_rate(self) -> float | None:

@@ -34,7 +34,9 @@ def sweep(root: Path) -> None:
         acc = right / 4 - (1 if right > 3 else 0) / 40
         metrics = {"accuracy": acc, "pass@k": {"1": acc, "2": acc + 0.1, "4": acc + 0.2}, "truncated_rate": 0.05,
                    "intervals": {"accuracy": interval(acc, 10, 40), "pass@1": interval(acc, 10, 40)},
-                   "interval_method": "bootstrap over problems", "budget": {"256": acc / 2, "512": acc * 0.8, "1024": acc}}
+                   "interval_method": "bootstrap over problems", "budget_curve": {"estimate": "from one run", "points": [
+                       {"max_tokens": 256, "accuracy": acc / 2}, {"max_tokens": 512, "accuracy": acc * 0.8},
+                       {"max_tokens": 1024, "accuracy": acc}]}}
         write_run(root / f"gsm8k_t{t}", outcomes, model="qwen", temperature=t, n=4, metrics=metrics)
 
 
