@@ -197,12 +197,16 @@ class Env:
         every row of a Dataset, as a lazy transform run in parallel across cores.
 
         Rows that can't be scored keep `score` null, with the reason in `score_error`:
-        a failed generation (`error` set, or no `generation`), a row without a reference
-        (an empty `required_keys` value such as `expected`), a missing key, or a scorer
-        that raised. They are never scored 0, so `ds.mean("score")` (Ray skips nulls)
-        averages over the scored rows only, and a best-of-N over
-        `ds.groupby("id").map_groups(...)` sees None for them (`max` of the non-null
-        scores, or count them as wrong with `score or 0.0`, as the CLI's headline does)."""
+        a failed generation (`error` set, or `generation` None), a problem without a
+        reference (a None value of the env's `required_keys`, by default `("expected",)`),
+        a key the scorer needs but the row lacks, or a scorer that raised. They are never
+        scored 0. So `ds.mean("score")` (Ray skips nulls) is the scored-only accuracy and
+        `ds.sum("score") / ds.count()` the accuracy counting them as wrong (the CLI's
+        headline). In a best-of-N, `ds.groupby("id").max("score")` skips them; inside
+        `map_groups` their score is NA, so `max(g["score"])` raises "boolean value of NA is
+        ambiguous": use `batch_format="pandas"` and `g["score"].max()` (scored only) or
+        `g["score"].fillna(0.0).max()` (failed samples count as wrong).
+        """
         if isinstance(ds_or_item, dict):
             return _ScoreRow(self).score(ds_or_item)
         return ds_or_item.map_batches(_ScoreRow(self), batch_format="pyarrow")
