@@ -161,7 +161,9 @@ class Env:
         `sample_idx`, `generation`, `finish_reason`, `usage`, `error`, `error_type`. Nothing
         runs until the result is consumed. Each of `scaling_config.num_replicas` Ray actors
         builds the backend from the model config given to `setup` and generates batches of
-        `scaling_config.batch_size` problems; a failed sample is a row with `error` set."""
+        `scaling_config.batch_size` problems; a failed sample is a row with `error` set.
+        Every consumption runs the chain again, generation included: `env.save` it once
+        (or `materialize()` a small one) before computing several figures from it."""
         import ray.data
 
         from skyeval.datasets_io import GenerateBatch
