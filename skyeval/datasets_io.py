@@ -20,7 +20,6 @@ bounding what is in flight. Import this module only where Ray is wanted.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from skyeval.envs.base import Env
-
-log = logging.getLogger(__name__)
 
 ROWS_PER_SLICE = 20_000  # raw rows per read slice
 SLICES_ROWS_PER_TASK = 50_000  # small slices (files) are grouped into tasks of about this many rows
