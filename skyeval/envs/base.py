@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
-from skyeval.envs.data import read_hub, read_local, resolve_data_dir
+from skyeval.envs.data import RowSource
 from skyeval.errors import ConfigError
 from skyeval.templates import Template
 
 if TYPE_CHECKING:
+    import pyarrow
     import ray.data
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class Env:
     """Base class of every benchmark. Knobs are constructor arguments."""
 
     name: str = "env"
+    required_keys: tuple[str, ...] = ("expected",)  # a row with one of these None scores null, never 0
     default_template = Template(messages=[{"role": "user", "content": "{question}"}])
 
     def __init__(
@@ -49,22 +51,19 @@ class Env:
         self.backend: Any = None
         self.sampling = SamplingParams()
         self.model_source: str | None = None
+        self.model_config: Any = None  # kept so lazy `generate` can build the backend in workers
+        self.scaling_config = ScalingConfig()
 
     def __getstate__(self) -> dict[str, Any]:
         """Envs shipped to Ray workers (for scoring) leave their backend behind."""
         return {**self.__dict__, "backend": None}
 
     # ---- data ---------------------------------------------------------------------
-    def load_rows(self) -> list[dict[str, Any]]:
-        """Raw rows: from the local mirror when a data dir is set, else from the hub."""
-        data_dir = resolve_data_dir(self.data_dir)
-        if data_dir is not None:
-            if not self.local_files:
-                raise FileNotFoundError(f"env {self.name!r} has no local copy; unset SKYEVAL_DATA_DIR to use the hub")
-            return read_local(data_dir, self.local_files)
-        if not self.hf_id:
-            raise ValueError(f"env {self.name!r} has no hf_id; set data_dir= or SKYEVAL_DATA_DIR to local files")
-        return read_hub(self.hf_id, self.split, self.hf_subset)
+    def load_rows(self) -> Iterator[dict[str, Any]]:
+        """Raw rows, one at a time: from the local mirror when a data dir is set, else from
+        the hub (memory-mapped by `datasets`). Missing files raise at once; rows are read
+        as they are consumed (JSONL line by line, parquet by batches, CSV row by row)."""
+        return RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset).rows()
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
@@ -102,10 +101,17 @@ class Env:
         return problems
 
     def read_dataset(self) -> "ray.data.Dataset":
-        """The problems as a Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work)."""
-        from skyeval.ray_session import dataset_of
+        """The problems as a lazy Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work):
+        nothing is read until it is consumed, then rows stream in blocks from parallel read
+        tasks (JSONL byte ranges, parquet row groups, hub row ranges); `limit` is
+        `ds.limit`. Rows keep the file order (the Dataset preserves order; set
+        `ds.context.execution_options.preserve_order = False` to trade it for speed).
+        Envs with a layout of their own (aime25's MathArena folders, APPS problem folders)
+        are read by one task streaming `load_rows()`."""
+        from skyeval.datasets_io import read_problems
 
-        return dataset_of(self.load_problems())
+        ds = read_problems(self)
+        return ds if self.limit is None else ds.limit(self.limit)
 
     # ---- prompting and generation -----------------------------------------------------
     def setup(
@@ -126,8 +132,9 @@ class Env:
             sampling_params = SamplingParams(**sampling_params)
         self.sampling = sampling_params or self.sampling
         self.close()
+        self.model_config, self.scaling_config = model_config, scaling_config or ScalingConfig()
         self.model_source = getattr(model_config, "model_source", None)
-        self.backend = model_config.build(scaling_config or ScalingConfig())
+        self.backend = model_config.build(self.scaling_config)
         return self
 
     def close(self) -> None:
@@ -159,26 +166,41 @@ class Env:
             reference=self.reference_generation(problem),
         )
 
-    def stream_generations(self, problems: list[dict[str, Any]]) -> Iterator[GenerationResult]:
-        """Results of every sample of the given (templated) problems, as they complete."""
+    def stream_generations(self, problems: Iterable[dict[str, Any]]) -> Iterator[GenerationResult]:
+        """Results of every sample of the given problems (templated here if they have no
+        `prompt`), as they complete. Requests are built as the backend takes them."""
         if self.backend is None:
-            raise RuntimeError("call env.setup(model_config=...) before generating")
+            raise ConfigError("call env.setup(model_config=...) before generating")
         samples = list(range(self.sampling.n))
-        requests = [self.request_for(p, samples) for p in problems]
+        requests = (self.request_for(self._templated(p), samples) for p in problems)
         return self.backend.generate(requests, self.sampling)
 
     def generate(self, ds: "ray.data.Dataset") -> "ray.data.Dataset":
-        """One row per sample: the problem's fields plus `sample_idx`, `generation`, ..."""
-        from skyeval.ray_session import dataset_of
+        """A lazy transform: one row per sample, with the problem's fields, `prompt`,
+        `sample_idx`, `generation`, `finish_reason`, `usage`, `error`, `error_type`. Nothing
+        runs until the result is consumed. Each of `scaling_config.num_replicas` Ray actors
+        builds the backend from the model config given to `setup` and generates batches of
+        `scaling_config.batch_size` problems; a failed sample is a row with `error` set.
+        Every consumption runs the chain again, generation included: `env.save` it once
+        (or `materialize()` a small one) before computing several figures from it."""
+        import ray.data
 
-        problems = {p["id"]: p for p in map(self._templated, ds.take_all())}
-        rows = [
-            {**problems[r.id], **r.to_dict()} for r in self.stream_generations(list(problems.values()))
-        ]
-        return dataset_of(rows)
+        from skyeval.datasets_io import GenerateBatch
+
+        model = getattr(self, "model_config", None) or self.backend
+        if model is None:
+            raise ConfigError("call env.setup(model_config=...) before generating")
+        scaling = getattr(self, "scaling_config", None) or ScalingConfig()
+        return ds.map_batches(
+            GenerateBatch,
+            fn_constructor_args=(self, model, scaling, self.sampling),
+            batch_size=scaling.batch_size,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=scaling.num_replicas),
+        )
 
     def _templated(self, item: dict[str, Any]) -> dict[str, Any]:
-        return item if "prompt" in item else self.apply_prompt_template_on_item(item)
+        return item if item.get("prompt") is not None else self.apply_prompt_template_on_item(item)
 
     # ---- scoring ------------------------------------------------------------------------
     def scoring_functions(self) -> dict[str, Any]:
@@ -226,31 +248,84 @@ class Env:
         return {}
 
     def score(self, ds_or_item: "ray.data.Dataset | dict[str, Any]") -> Any:
-        """Score one item (a dict) or every row of a Dataset, in parallel across cores."""
+        """Score one item (a dict: `score_item`, with a clear error for a missing key) or
+        every row of a Dataset, as a lazy transform run in parallel across cores.
+
+        Rows that can't be scored keep `score` null, with the reason in `score_error`:
+        a failed generation (`error` set, or `generation` None), a problem without a
+        reference (a None value of the env's `required_keys`, by default `("expected",)`),
+        a key the scorer needs but the row lacks, or a scorer that raised. They are never
+        scored 0. So `ds.mean("score")` (Ray skips nulls) is the scored-only accuracy and
+        `ds.sum("score") / ds.count()` the accuracy counting them as wrong (the CLI's
+        headline). In a best-of-N, `ds.groupby("id").max("score")` skips them; inside
+        `map_groups` their score is NA, so `max(g["score"])` raises "boolean value of NA is
+        ambiguous": use `batch_format="pandas"` and `g["score"].max()` (scored only) or
+        `g["score"].fillna(0.0).max()` (failed samples count as wrong).
+        """
         if isinstance(ds_or_item, dict):
-            return self.score_item(ds_or_item)
-        return ds_or_item.map(_ScoreRow(self))
+            return _ScoreRow(self).score(ds_or_item)
+        return ds_or_item.map_batches(_ScoreRow(self), batch_format="pyarrow")
 
     # ---- saving -------------------------------------------------------------------------
     def save(self, ds: "ray.data.Dataset", path: str | os.PathLike, format: str = "jsonl") -> Path:
-        """Write a Dataset to one file: json (a list), jsonl or parquet."""
-        from skyeval.results import write_rows
+        """Write a Dataset into the run-folder layout under `path` with Ray Data's writer
+        (part files, written as rows stream in): `generations/` (samples generated),
+        `scores/` (rows with a non-null score), `failures/` (failed generations and null
+        scores, with the error and `stage`), and `logs.txt` (rows per folder). A scored
+        row lands in exactly one of scores/ or failures/. `format`: "jsonl" or "json"
+        (both JSON Lines, `part-*.jsonl`, what Ray's `write_json` writes too; readable by
+        `skyeval.results.iter_records`) or "parquet". Returns `path`."""
+        from skyeval.datasets_io import RunFolderSink, check_empty, check_format
 
-        return write_rows(ds.take_all(), Path(path), format)
+        check_format(format)
+        path = Path(path)
+        check_empty(path)
+        ds.write_datasink(RunFolderSink(path, format))
+        return path
 
 
 class _ScoreRow:
-    """Row scorer shipped to Ray workers; a scorer that raises marks the row, not the run."""
+    """Scorer shipped to Ray workers (`map_batches` over Arrow blocks, or one row): a
+    row that can't be scored gets `score` None and `score_error`, never an exception."""
 
     def __init__(self, env: Env) -> None:
         self.env = env
 
-    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+    def score(self, item: dict[str, Any]) -> dict[str, Any]:
+        """`score_item`, with a KeyError for a key the item lacks turned into a clear error."""
         try:
-            return {**row, **self.env.score_item(row), "score_error": None}
-        except Exception as err:  # noqa: BLE001 - recorded as a failure by the pipeline
+            return self.env.score_item(item)
+        except KeyError as err:
+            key = err.args[0] if err.args else None
+            if key is None or key in item:
+                raise
+            raise ValueError(
+                f"score_item of env {self.env.name!r} needs key {key!r}, which this item lacks "
+                "(rows from env.read_dataset() have it)"
+            ) from None
+
+    def __call__(self, row: "dict[str, Any] | pyarrow.Table") -> Any:
+        if not isinstance(row, dict):  # an Arrow block
+            rows = [self(r) for r in row.to_pylist()]
+            keys = dict.fromkeys(k for r in rows for k in r)
+            return {key: [r.get(key) for r in rows] for key in keys}
+        reason = self._unscorable(row)
+        if reason is not None:
+            return {**row, "score": None, "score_error": reason}
+        try:
+            return {**row, **self.score(row), "score_error": None}
+        except Exception as err:  # noqa: BLE001 - a failure record, not a crash
             return {**row, "score": None, "score_error": f"{type(err).__name__}: {err}"}
 
+    def _unscorable(self, row: dict[str, Any]) -> str | None:
+        if row.get("error") is not None:
+            return f"generation failed: {row.get('error_type') or 'Error'}: {row['error']}"
+        if "generation" in row and row["generation"] is None:
+            return "generation failed: no generation"
+        for key in self.env.required_keys:
+            if key in row and row[key] is None:
+                return f"no {key} for this problem: nothing to score against"
+        return None
 
 def _scored(name: str, scorer: Callable[[dict[str, Any]], Any], item: dict[str, Any]) -> dict[str, Any]:
     """A scorer's result as a dict with a float `score`."""

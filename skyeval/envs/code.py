@@ -65,6 +65,8 @@ class CodeEnv(Env):
     sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
     scoring task: a sandbox mostly waits on its child process, so one core keeps several busy)."""
 
+    required_keys = ("tests_json",)  # a row without its tests has nothing to score against
+
     default_template = Template(messages=[{"role": "user", "content": "{question}\n\n{instruction}"}])
 
     def __init__(

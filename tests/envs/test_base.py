@@ -1,11 +1,11 @@
 """The Env Python API on real data with the reference backend."""
 
-import json
-
 import pytest
 
 from skyeval import SamplingParams, ScalingConfig, SkyEnvBuilder
 from skyeval.backends.reference import ReferenceConfig
+from skyeval.errors import DataNotFoundError
+from skyeval.results import iter_records
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,10 @@ def test_generate_score_groupby_and_save(env, tmp_path):
     assert scored.mean(on="score") >= 0.99
     per_problem = scored.groupby("id").map_groups(lambda g: {"id": g["id"][:1], "best": [max(g["score"])]})
     assert per_problem.count() == 12
-    path = env.save(scored, tmp_path / "scored.jsonl")
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path = env.save(scored, tmp_path / "gsm8k_run")
+    rows = list(iter_records(path, "scores"))
     assert len(rows) == 24 and all(r["score"] == 1.0 for r in rows)
+    assert len(list(iter_records(path, "generations"))) == 24 and list(iter_records(path, "failures")) == []
 
 
 def test_score_item_is_a_reward_function(env):
@@ -50,8 +51,10 @@ def test_score_item_is_a_reward_function(env):
 
 def test_missing_local_file_is_a_clear_error(tmp_path):
     env = SkyEnvBuilder.build("math500", {"data_dir": str(tmp_path)})
-    with pytest.raises(FileNotFoundError, match="math500/test.jsonl"):
+    with pytest.raises(DataNotFoundError, match="math500/test.jsonl"):
         env.load_problems()
+    with pytest.raises(DataNotFoundError, match="math500/test.jsonl"):
+        env.read_dataset()  # checked when the Dataset is built, not when it is consumed
 
 
 def test_close_and_with_env_stop_the_backend_thread(data_dir):

@@ -38,7 +38,7 @@ def test_gpqa_shuffle_is_seeded_per_question_and_independent_of_order_and_limit(
     limited = SkyEnvBuilder.build("gpqa_diamond", {"limit": 5}).load_problems()
     assert all(full[p["id"]] == p for p in limited)
     env = SkyEnvBuilder.build("gpqa_diamond")
-    rows = env.load_rows()
+    rows = list(env.load_rows())
     assert [env.to_problem(r, i)["choices"] for i, r in enumerate(reversed(rows))][::-1] == [
         full[r["Record ID"].strip()]["choices"] for r in rows]
     for row in rows:
