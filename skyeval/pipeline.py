@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
-from skyeval.envs.base import Env
+from skyeval.envs.base import Env, RowScorer
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import KeySet, PartWriter, RunFolder, key_hash, key_of, read_jsonl
 
@@ -242,14 +242,10 @@ def _exit_with(driver: int) -> None:
 
 
 def _score_batch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Score rows in a worker; a scorer that raises marks its sample, never the batch."""
-    out = []
-    for row in rows:
-        try:
-            out.append({**_WORKER_ENV.score_item(row), "score_error": None})
-        except Exception as err:  # noqa: BLE001 - recorded as a score-stage failure
-            out.append({"score": None, "score_error": f"{type(err).__name__}: {err}"})
-    return out
+    """Score rows in a worker; an unscorable row or a scorer that raises marks its sample
+    (a score-stage failure), never the batch."""
+    scorer = RowScorer(_WORKER_ENV)
+    return [scorer.outcome(row) for row in rows]
 
 
 class Progress:

@@ -263,8 +263,8 @@ class Env:
         `g["score"].fillna(0.0).max()` (failed samples count as wrong).
         """
         if isinstance(ds_or_item, dict):
-            return _ScoreRow(self).score(ds_or_item)
-        return ds_or_item.map_batches(_ScoreRow(self), batch_format="pyarrow")
+            return RowScorer(self).score(ds_or_item)
+        return ds_or_item.map_batches(RowScorer(self), batch_format="pyarrow")
 
     # ---- saving -------------------------------------------------------------------------
     def save(self, ds: "ray.data.Dataset", path: str | os.PathLike, format: str = "jsonl") -> Path:
@@ -284,7 +284,7 @@ class Env:
         return path
 
 
-class _ScoreRow:
+class RowScorer:
     """Scorer shipped to Ray workers (`map_batches` over Arrow blocks, or one row): a
     row that can't be scored gets `score` None and `score_error`, never an exception."""
 
@@ -309,13 +309,18 @@ class _ScoreRow:
             rows = [self(r) for r in row.to_pylist()]
             keys = dict.fromkeys(k for r in rows for k in r)
             return {key: [r.get(key) for r in rows] for key in keys}
+        return {**row, **self.outcome(row)}
+
+    def outcome(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The scorer's fields for one row, with `score_error` set (and `score` None) when
+        the row can't be scored or the scorer raised."""
         reason = self._unscorable(row)
         if reason is not None:
-            return {**row, "score": None, "score_error": reason}
+            return {"score": None, "score_error": reason}
         try:
-            return {**row, **self.score(row), "score_error": None}
+            return {**self.score(row), "score_error": None}
         except Exception as err:  # noqa: BLE001 - a failure record, not a crash
-            return {**row, "score": None, "score_error": f"{type(err).__name__}: {err}"}
+            return {"score": None, "score_error": f"{type(err).__name__}: {err}"}
 
     def _unscorable(self, row: dict[str, Any]) -> str | None:
         if row.get("error") is not None:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skyeval.envs.base import Env, _ScoreRow, check_positive
+from skyeval.envs.base import Env, RowScorer, check_positive
 from skyeval.envs.data import read_records, resolve_data_dir
 from skyeval.envs.math import check_knob
 from skyeval.templates import Template
@@ -326,7 +326,7 @@ class _ScoreBatch:
     def __call__(self, batch: "pyarrow.Table") -> dict[str, list[Any]]:
         rows = batch.to_pylist()
         with ThreadPoolExecutor(max(1, self.env.score_threads)) as pool:
-            scored = list(pool.map(_ScoreRow(self.env), rows))
+            scored = list(pool.map(RowScorer(self.env), rows))
         return {key: [row.get(key) for row in scored] for key in dict.fromkeys(k for row in scored for k in row)}
 
 

@@ -237,7 +237,7 @@ def test_score_on_a_ray_dataset_uses_threads_per_block(data_dir, ray_session):
 
 
 def test_sandbox_setup_failure_marks_the_sample_not_a_wrong_answer(data_dir, monkeypatch):
-    from skyeval.envs.base import _ScoreRow
+    from skyeval.envs.base import RowScorer
     from skyeval.scorers import sandbox
 
     if not sandbox.active_protections()["netns"]:
@@ -245,7 +245,7 @@ def test_sandbox_setup_failure_marks_the_sample_not_a_wrong_answer(data_dir, mon
     env = SkyEnvBuilder.build("humaneval", {"limit": 1})
     problem = env.load_problems()[0]
     monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
-    row = _ScoreRow(env)({**problem, "generation": env.reference_generation(problem)})
+    row = RowScorer(env)({**problem, "generation": env.reference_generation(problem)})
     assert row["score"] is None and row["score_error"].startswith("SandboxSetupError: sandbox setup failed")
 
 
