@@ -82,6 +82,8 @@ def _fail(err: Exception) -> None:
 def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Run `cfg.stage` into `run_dir` and return the summary written there."""
     resolved = resolve(cfg)
+    if resolved.get("dry_run") and resolved["stage"] != "score":
+        return dry_run(resolved)
     shard = pipeline_shard(resolved)
     folder = RunFolder(run_dir)
     with folder.lock(f"shard-{shard.index}" if shard.active else "run"):
@@ -134,12 +136,55 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
         **redact(describe_run()),
         "config": redact(resolved),
     }
+    if stage != "generate":
+        summary["cost"] = _cost(summary, resolved["model_config"])
     write_json(folder.summary, summary)
     trackers.log_run(summary, folder.path, resolved)
     _report(summary, folder)
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def dry_run(resolved: dict[str, Any]) -> dict[str, Any]:
+    """Print what the run would send (problems, samples, prompt tokens, max completion
+    tokens, worst-case cost) and return it, without building a backend or writing anything."""
+    from skyeval.backends.base import SamplingParams
+    from skyeval.cost import estimate
+    from skyeval.templates import Template
+
+    env = build_env(resolved)
+    model_config = instantiate_model_config(resolved["model_config"])
+    if resolved.get("template") is not None:
+        env.template = Template.of(resolved["template"]).merged_over(env.default_template)
+    env.model_source = getattr(model_config, "model_source", None)
+    sampling = SamplingParams(**(resolved.get("sampling_params") or {}))
+    report = estimate(env, env.iter_problems(), sampling, model_config)
+    how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
+             f"  problems {report['problems']:,}, samples {report['samples']:,}",
+             f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
+             f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
+    if report["worst_case_cost"] is not None:
+        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
+    else:
+        lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
+    print("\n".join(lines), flush=True)
+    return report
+
+
+def _cost(summary: dict[str, Any], model_config: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's actual token totals and, with `model_config.price`, their cost."""
+    from skyeval.cost import actual_cost
+
+    tokens = summary["metrics"].get("tokens") or {}
+    prompt = (tokens.get("prompt") or {}).get("total") or 0
+    completion = (tokens.get("completion") or {}).get("total") or 0
+    if not (prompt or completion):
+        return None
+    price = model_config.get("price")
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "price": price,
+            "cost": actual_cost(prompt, completion, price)}
 
 
 def _scorer_names(env) -> list[str]:

@@ -125,3 +125,17 @@ def test_nonsense_values_are_refused_up_front(tmp_path, data_dir, override):
     assert proc.returncode == 2, (override, proc.stdout, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not any(tmp_path.glob("*/generations/*.jsonl"))
+
+
+def test_dry_run_prints_what_would_be_sent_and_calls_nothing(tmp_path, data_dir):
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # no key, and no server at the URL
+    proc = subprocess.run([sys.executable, "-m", "skyeval.cli", "evaluate", "+env=gsm8k", "env.limit=10",
+                           "model_config=openai", "model_config.model_source=gpt-4o-mini",
+                           "model_config.api_url=http://127.0.0.1:9/v1", "sampling_params.n=4",
+                           "sampling_params.max_tokens=1000", "+model_config.price={input: 0.15, output: 0.6}",
+                           "dry_run=true", f"logging.results_dir={tmp_path / 'out'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "problems 10, samples 40" in proc.stdout and "completion tokens at most 40,000" in proc.stdout
+    assert "worst-case cost $0.02" in proc.stdout  # 40,000 x $0.6/M = $0.024, plus the prompts
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.jsonl"))
