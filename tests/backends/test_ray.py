@@ -66,7 +66,7 @@ def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session
     fixed = [GenerationRequest("chat", SYSTEM, [0, 1, 2]), GenerationRequest("text", "2+3=", [0, 3]),
              GenerationRequest("long", "x " * 600, [0]),
              GenerationRequest("think", [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "<think>"}], [0])]
-    extra = 4 * window
+    extra = window + 4  # enough to need the window to move
     pulled = consumed = 0
     ahead: list[int] = []
 
