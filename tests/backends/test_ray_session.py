@@ -7,6 +7,7 @@ teardown. Drivers run in subprocesses: one process can attach to one cluster onl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -50,18 +52,35 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def head():
-    """A real one-node cluster from `ray start --head` (1 CPU), stopped afterwards."""
+    """A real one-node cluster from `ray start --head --block` (1 CPU). Teardown stops
+    exactly the processes that command started (never `ray stop`, which would stop every
+    Ray on the machine)."""
+    import psutil
+
     tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     env = {**os.environ, "RAY_TMPDIR": tmp}
     env.pop("RAY_ADDRESS", None)
-    port = free_port()
-    subprocess.run([str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
-                    "--disable-usage-stats"], env=env, check=True, capture_output=True, timeout=180)
+    record = Path(tmp) / "ray" / "ray_current_cluster"
+    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=1",
+                             "--include-dashboard=false", "--disable-usage-stats"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    started = psutil.Process(proc.pid)
     try:
-        address = (Path(tmp) / "ray" / "ray_current_cluster").read_text().strip()
-        yield env, address
+        deadline = time.monotonic() + 180
+        while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert record.exists(), "ray start --head did not come up"
+        time.sleep(2)  # the record is written just before the raylet is ready
+        yield env, record.read_text().strip()
     finally:
-        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        family = [started, *started.children(recursive=True)]
+        for process in family:
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
+        _, alive = psutil.wait_procs(family, timeout=30)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
