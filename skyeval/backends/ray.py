@@ -4,21 +4,25 @@
 `scaling.num_replicas` engine actors (each `tensor_parallel_size` GPUs of
 `scaling.accelerator_type`, or one CPU bundle with `use_cpu`).
 
-The dataset is built lazily from the caller's request iterator: a driver thread pulls
-requests only while fewer than `window` samples are in flight (pulled but not yet
-yielded back) and hands them in chunks to a Ray queue; a generator-based Ray Data source
-(one read task) reads that queue, so the stream is never materialised. Workers render
-prompts to token ids with `skyeval.backends.vllm.render_prompt` (the same tokens as the
-vLLM backend), one row per wanted sample with its own seed, and after the engine split
+The request iterator is read in bounded segments of `segment_samples` samples (default
+`SEGMENT_BATCHES x batch_size x num_replicas`): each segment becomes a small Ray Dataset
+(one block per batch of requests) that runs through the replicas while the driver holds
+only that segment's requests; the stream is never materialised. Workers render prompts
+to token ids with `skyeval.backends.vllm.render_prompt` (the same tokens as the vLLM
+backend), one row per wanted sample with its own seed, and after the engine split
 reasoning from the answer and count its tokens; Ray's chat-template, tokenize and
 detokenize stages are off. The driver only turns output rows into results.
+
+Trade-off: Ray Data starts a processor's replicas per dataset, so each segment starts
+them anew (30 s to minutes): keep segments large on real runs (the default is 256
+batches per replica). A generator-based source that keeps one dataset open for the whole
+stream stalls in Ray 2.60 (a long read task's output is held until it ends).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -49,7 +53,7 @@ log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ["id", "sample_idx", "seed", "generation", "reasoning", "finish_reason", "prompt_tokens",
                   "completion_tokens", "reasoning_tokens", "error", "error_type"]
-WINDOW_BATCHES = 4  # samples in flight: this many batches per replica
+SEGMENT_BATCHES = 256  # samples per segment: this many batches per replica
 
 
 @dataclass
@@ -63,6 +67,7 @@ class RayConfig(ModelConfig):
     chat: bool | None = None
     use_cpu: bool = False  # CPU bundles instead of GPUs (tests, CI)
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    segment_samples: int | None = None  # samples per dataset; None: SEGMENT_BATCHES x batch_size x num_replicas
 
     def __post_init__(self, model: str | None) -> None:
         super().__post_init__(model)
@@ -73,6 +78,8 @@ class RayConfig(ModelConfig):
         if isinstance(self.tensor_parallel_size, bool) or not isinstance(self.tensor_parallel_size, int) \
                 or self.tensor_parallel_size < 1:
             raise ConfigError(f"model_config.tensor_parallel_size must be an integer >= 1, got {self.tensor_parallel_size!r}")
+        if self.segment_samples is not None and (not isinstance(self.segment_samples, int) or self.segment_samples < 1):
+            raise ConfigError(f"model_config.segment_samples must be null or an integer >= 1, got {self.segment_samples!r}")
 
     def build(self, scaling: ScalingConfig | None = None) -> "RayBackend":
         require("vllm", VLLM_INSTALL)
@@ -92,42 +99,33 @@ class RayBackend:
         return f"RayBackend(model_source={self.config.model_source!r}, num_replicas={self.scaling.num_replicas})"
 
     def window(self) -> int:
-        """Samples in flight: enough for every replica to have its next batches waiting."""
-        return WINDOW_BATCHES * self.scaling.batch_size * self.scaling.num_replicas
+        """Samples per segment: the most requests the driver holds at once."""
+        return self.config.segment_samples or SEGMENT_BATCHES * self.scaling.batch_size * self.scaling.num_replicas
 
     def generate(
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]:
         """Yield one result per (request id, sample index), as output blocks arrive."""
-        import ray.data
-        from ray.data.llm import build_processor
-        from ray.util.queue import Queue
-
         from skyeval.ray_session import ensure_ray
 
         ensure_ray(self.config.ray_address)
         self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
-        chunks = Queue(maxsize=2, actor_options={"num_cpus": 0})
-        feeder = _Feeder(iter(requests), chunks, self.window(), self.scaling.batch_size)
-        config, max_tokens = self.config, sampling.max_tokens
-        dataset = ray.data.read_datasource(_QueueSource(chunks), override_num_blocks=1, ray_remote_args={"num_cpus": 0})
-        batch = self.scaling.batch_size
-        dataset = dataset.map_batches(_Render(config, sampling.to_dict()), batch_size=batch, batch_format="pyarrow")
+        for segment in _segments(iter(requests), self.window()):
+            yield from self._run(segment, sampling)
+
+    def _run(self, segment: list[dict[str, Any]], sampling: SamplingParams) -> Iterator[GenerationResult]:
+        """Results of one segment of requests through fresh replicas."""
+        import ray.data
+        from ray.data.llm import build_processor
+
+        config, batch = self.config, self.scaling.batch_size
+        requests_per_block = max(1, batch // sampling.n)  # about one engine batch of samples per block
+        dataset = ray.data.from_items(segment, override_num_blocks=max(1, -(-len(segment) // requests_per_block)))
+        dataset = dataset.map_batches(_Render(config, sampling.to_dict()), batch_size=None, batch_format="pyarrow")
         dataset = build_processor(self.processor_config())(dataset)
-        dataset = dataset.map_batches(_Finish(config, max_tokens), batch_size=batch, batch_format="pyarrow")
-        # Ray Data buffers a task's output until a block reaches target_max_block_size (128 MiB):
-        # the one long read task would hold the whole stream. A tiny target makes every chunk a
-        # block at once; the stages above bundle rows back into batches of `batch_size`.
-        dataset.context.target_max_block_size = 1
-        feeder.start()
-        try:
-            for row in dataset.select_columns(RESULT_COLUMNS).iter_rows():
-                feeder.done(1)
-                yield _to_result(row)
-            feeder.join()
-        finally:
-            feeder.stop()
-            chunks.shutdown(force=True)
+        dataset = dataset.map_batches(_Finish(config, sampling.max_tokens), batch_size=None, batch_format="pyarrow")
+        for row in dataset.select_columns(RESULT_COLUMNS).iter_rows():
+            yield _to_result(row)
 
     def processor_config(self) -> Any:
         """The `vLLMEngineProcessorConfig` for this backend."""
@@ -173,107 +171,23 @@ class RayBackend:
         }
 
     def close(self) -> None:
-        """Nothing to release: replicas, queue and feeder end with each `generate`; the
-        Ray session is shared."""
+        """Nothing to release: replicas end with each segment; the Ray session is shared."""
 
 
-class _Feeder(threading.Thread):
-    """Pulls requests on the driver while fewer than `window` samples are in flight and
-    puts them in chunks of about `batch_size` samples into the Ray queue; `None` ends it.
-    An error of the request iterator is re-raised by `join()` after what was pulled."""
-
-    def __init__(self, source: Iterator[GenerationRequest], chunks: Any, window: int, batch_size: int) -> None:
-        super().__init__(name="skyeval-ray-feeder", daemon=True)
-        self.source, self.chunks, self.window, self.batch_size = source, chunks, window, batch_size
-        self.in_flight = 0
-        self.error: BaseException | None = None
-        self._room = threading.Condition()
-        self._stopped = False
-
-    def done(self, samples: int) -> None:
-        with self._room:
-            self.in_flight -= samples
-            self._room.notify()
-
-    def stop(self) -> None:
-        with self._room:
-            self._stopped = True
-            self._room.notify()
-
-    def join(self, timeout: float | None = None) -> None:
-        super().join(timeout)
-        if self.error is not None:
-            raise self.error
-
-    def run(self) -> None:
-        chunk: list[dict[str, Any]] = []
-        size = 0
-        try:
-            while True:
-                with self._room:
-                    while self.in_flight >= self.window and not self._stopped:
-                        if chunk:  # the window is full: send what we have, or nothing moves
-                            break
-                        self._room.wait()
-                    if self._stopped:
-                        return
-                    full = self.in_flight >= self.window
-                if full:
-                    self._put(chunk)
-                    chunk, size = [], 0
-                    continue
-                request = next(self.source, None)
-                if request is None:
-                    break
-                chunk.append({"id": request.id, "prompt": json.dumps(request.prompt),
-                              "sample_indices": list(request.sample_indices)})
-                size += len(request.sample_indices)
-                with self._room:
-                    self.in_flight += len(request.sample_indices)
-                if size >= self.batch_size:
-                    self._put(chunk)
-                    chunk, size = [], 0
-        except BaseException as exc:  # noqa: BLE001 (re-raised by join in the consumer)
-            self.error = exc
-        if chunk:
-            self._put(chunk)
-        self._put(None)
-
-    def _put(self, item: list[dict[str, Any]] | None) -> None:
-        from ray.util.queue import Full
-
-        while not self._stopped:
-            try:
-                self.chunks.put(item, timeout=1.0)
-                return
-            except Full:
-                continue
-
-
-class _QueueSource:
-    """A Ray Data source with one read task that yields a block per chunk of the queue
-    until `None` (a generator-based source: nothing is listed up front)."""
-
-    def __new__(cls, chunks: Any) -> Any:
-        from ray.data import Datasource
-        from ray.data.block import BlockMetadata
-        from ray.data.datasource import ReadTask
-
-        class QueueSource(Datasource):
-            def estimate_inmemory_data_size(self) -> None:
-                return None
-
-            def get_read_tasks(self, parallelism: int, **_: Any) -> list[ReadTask]:
-                def read() -> Iterator[Any]:
-                    import pyarrow
-
-                    while (chunk := chunks.get()) is not None:
-                        yield pyarrow.Table.from_pylist(chunk)
-
-                metadata = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
-                return [ReadTask(read, metadata)]
-
-        return QueueSource()
+def _segments(source: Iterator[GenerationRequest], samples: int) -> Iterator[list[dict[str, Any]]]:
+    """The requests as rows (the prompt JSON-encoded: text and chat prompts share a
+    column), in lists of about `samples` samples; the next list is read only when asked."""
+    segment: list[dict[str, Any]] = []
+    size = 0
+    for request in source:
+        segment.append({"id": request.id, "prompt": json.dumps(request.prompt),
+                        "sample_indices": list(request.sample_indices)})
+        size += len(request.sample_indices)
+        if size >= samples:
+            yield segment
+            segment, size = [], 0
+    if segment:
+        yield segment
 
 
 class _Render:

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
-from skyeval.backends.ray import RayBackend, RayConfig
+from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig
 from skyeval.backends.vllm import load_tokenizer, render_prompt
 from skyeval.errors import ConfigError
 
@@ -30,7 +30,7 @@ def test_replicas_batch_size_and_accelerator_come_from_scaling():
     backend = config.build(ScalingConfig(**cfg.scaling))
     processor = backend.processor_config()
     assert (processor.concurrency, processor.batch_size, processor.accelerator_type) == (3, cfg.scaling.batch_size, "L40S")
-    assert backend.window() == 4 * cfg.scaling.batch_size * 3
+    assert backend.window() == SEGMENT_BATCHES * cfg.scaling.batch_size * 3
     assert backend.describe()["num_replicas"] == 3
 
 
@@ -59,14 +59,16 @@ def test_bad_values_are_config_errors():
 @pytest.mark.vllm
 def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session):
     """One result per sample (errors as results), prompts rendered in workers exactly as
-    the vLLM backend does, and the request generator read only a window ahead."""
+    the vLLM backend does, and the request generator read one segment at a time (two
+    segments here: the second starts its replica anew)."""
     scaling = ScalingConfig(num_replicas=1, batch_size=4)
-    backend = RayBackend(RayConfig(tiny_model, use_cpu=True, engine_kwargs=CPU_ENGINE_KWARGS), scaling)
+    config = RayConfig(tiny_model, use_cpu=True, engine_kwargs=CPU_ENGINE_KWARGS, segment_samples=12)
+    backend = RayBackend(config, scaling)
     window = backend.window()
     fixed = [GenerationRequest("chat", SYSTEM, [0, 1, 2]), GenerationRequest("text", "2+3=", [0, 3]),
              GenerationRequest("long", "x " * 600, [0]),
              GenerationRequest("think", [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "<think>"}], [0])]
-    extra = window + 4  # enough to need the window to move
+    extra = 6  # 7 samples above + 6: a segment of 12, then one of 1
     pulled = consumed = 0
     ahead: list[int] = []
 
@@ -82,8 +84,8 @@ def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session
     for result in backend.generate(requests(), sampling):
         results.append(result)
         consumed += 1
-    assert consumed == pulled == 8 + extra
-    assert max(ahead) <= window + 3  # never more than the window (plus one request's samples) ahead
+    assert consumed == pulled == 7 + extra
+    assert max(ahead) <= window + 3  # never more than a segment (plus one request's samples) ahead
     by_key = {(r.id, r.sample_idx): r for r in results}
     assert len(by_key) == len(results)
     long = by_key.pop(("long", 0))
