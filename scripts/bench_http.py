@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from skyeval.backends.base import GenerationRequest, SamplingParams
-from skyeval.backends.openai import OpenAIBackend
+from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
+from skyeval.backends.openai import HTTPConfig, OpenAIBackend
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "backends" / "fault_server.py"
 
@@ -42,8 +42,8 @@ def messages(tag: str, i: int) -> list[dict[str, str]]:
 
 def bench_skyeval(url: str, requests: int, concurrency: int) -> float:
     """Seconds for all requests through OpenAIBackend.generate."""
-    backend = OpenAIBackend("bench", url, None, concurrency=concurrency)
-    batch = [GenerationRequest(f"q{i}", messages("skyeval", i), [0]) for i in range(requests)]
+    backend = OpenAIBackend(HTTPConfig("bench", url), ScalingConfig(concurrency=concurrency))
+    batch = (GenerationRequest(f"q{i}", messages("skyeval", i), [0]) for i in range(requests))  # a stream, as the pipeline passes
     start = time.perf_counter()
     results = list(backend.generate(batch, SamplingParams(max_tokens=16)))
     elapsed = time.perf_counter() - start

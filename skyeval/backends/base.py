@@ -1,31 +1,75 @@
 """The contract every generation backend follows.
 
-A backend receives one `GenerationRequest` per problem (listing the sample indices still
-wanted) and yields one `GenerationResult` per (problem id, sample index) *as each
-completes*, so the pipeline can checkpoint incrementally. Per-request errors are yielded
-as results with `error` set, never raised: one bad request must not abort a run.
+A backend receives `GenerationRequest`s from an iterator (the pipeline passes a lazy
+generator: never assume a list, never read it all) and yields one `GenerationResult`
+per (problem id, sample index) *as each completes*, pulling only a bounded window of
+requests ahead of the results it has handed back. Per-request errors are yielded as
+results with `error` set, never raised: one bad request must not abort a run.
+
+Every model config (`ReferenceConfig`, `HTTPConfig`, `VLLMConfig`, `RayConfig`) extends
+`ModelConfig` and builds its backend with `config.build(scaling)`; the backend keeps the
+config object (fields are declared once) and `describe()` reports them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Protocol, Sequence
+from dataclasses import KW_ONLY, InitVar, asdict, dataclass, field, fields
+from numbers import Real
+from typing import Any, Iterable, Iterator, Protocol
+
+from skyeval.errors import ConfigError, MissingDependencyError
+from skyeval.reasoning import DEFAULT_THINK_TAGS, check_tags
 
 Prompt = str | list[dict[str, str]]  # plain text, or chat messages [{"role", "content"}]
 
 
+def _number(section: str, name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
+    """Refuse a value that is not a number (bools and strings like "ten" included)."""
+    if optional and value is None:
+        return
+    kind = int if integer else Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ConfigError(f"{section}.{name} must be {'an integer' if integer else 'a number'}, got {value!r}")
+
+
+def _check(ok: bool, section: str, name: str, rule: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"{section}.{name} must be {rule}, got {value!r}")
+
+
 @dataclass
 class SamplingParams:
-    """Sampling parameters shared by all backends (`conf/sampling_params/*.yaml`)."""
+    """Sampling parameters shared by all backends (`conf/sampling_params/*.yaml`).
+
+    Checked on creation: a nonsense value raises `ConfigError` naming the field."""
 
     n: int = 1
     temperature: float = 0.0
     top_p: float = 1.0
-    top_k: int | None = None
+    top_k: int | None = None  # None or -1: off
     max_tokens: int = 4096
     seed: int | None = 0
     stop: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # passed through verbatim
+
+    def __post_init__(self) -> None:
+        s = "sampling_params"
+        _number(s, "n", self.n, integer=True)
+        _check(self.n >= 1, s, "n", "an integer >= 1", self.n)
+        _number(s, "temperature", self.temperature)
+        _check(self.temperature >= 0, s, "temperature", ">= 0", self.temperature)
+        _number(s, "top_p", self.top_p)
+        _check(0 < self.top_p <= 1, s, "top_p", "in (0, 1]", self.top_p)
+        _number(s, "top_k", self.top_k, integer=True, optional=True)
+        _check(self.top_k is None or self.top_k == -1 or self.top_k >= 1, s, "top_k", "null, -1 (off) or >= 1", self.top_k)
+        _number(s, "max_tokens", self.max_tokens, integer=True)
+        _check(self.max_tokens >= 1, s, "max_tokens", "an integer >= 1", self.max_tokens)
+        _number(s, "seed", self.seed, integer=True, optional=True)
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        _check(self.stop is None or all(isinstance(x, str) and x for x in self.stop), s, "stop",
+               "null or a list of non-empty strings", self.stop)
+        _check(isinstance(self.extra, dict), s, "extra", "a mapping of extra parameters", self.extra)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -33,11 +77,59 @@ class SamplingParams:
 
 @dataclass
 class ScalingConfig:
-    """How much parallelism a backend may use."""
+    """How much parallelism a backend may use (the root `scaling:` section). The one
+    place for these values: model configs do not repeat them."""
 
-    concurrency: int = 64  # in-flight HTTP requests (openai backend)
-    num_replicas: int = 1  # engine replicas (ray backend)
-    batch_size: int = 64  # rows per Ray Data batch
+    concurrency: int = 64  # requests in flight (openai backend)
+    num_replicas: int = 1  # engine replicas, each on its own accelerator(s) (ray backend)
+    batch_size: int = 64  # rows per batch sent to a replica (ray backend)
+    accelerator_type: str | None = None  # e.g. "L40S", "H100": the GPU type replicas ask for (ray backend)
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "num_replicas", "batch_size"):
+            value = getattr(self, name)
+            _number("scaling", name, value, integer=True)
+            _check(value >= 1, "scaling", name, "an integer >= 1", value)
+        _check(self.accelerator_type is None or (isinstance(self.accelerator_type, str) and self.accelerator_type),
+               "scaling", "accelerator_type", "null or a GPU type such as L40S", self.accelerator_type)
+
+
+@dataclass
+class ModelConfig:
+    """Fields every model config has. `model` is accepted as another name for
+    `model_source` (`HTTPConfig(model="gpt-4o-mini")`); `think_tags` split reasoning from
+    the answer (see `skyeval.reasoning`; null: off); `price` is dollars per million
+    `input` and `output` tokens, for cost estimates (`skyeval.cost`)."""
+
+    model_source: str | None = None
+    _: KW_ONLY
+    model: InitVar[str | None] = None
+    think_tags: list[str] | None = field(default_factory=lambda: list(DEFAULT_THINK_TAGS))
+    price: dict[str, float] | None = None
+
+    def __post_init__(self, model: str | None) -> None:
+        if model is not None and self.model_source is not None and model != self.model_source:
+            raise ConfigError(f"model_config: model={model!r} and model_source={self.model_source!r} differ; set one")
+        self.model_source = self.model_source if self.model_source is not None else model
+        if not self.model_source or not isinstance(self.model_source, str):
+            raise ConfigError(f"{type(self).__name__} needs model_source (or model): a model name, id or path")
+        tags = check_tags(self.think_tags)
+        self.think_tags = None if tags is None else list(tags)
+        if self.price is not None:
+            price = dict(self.price)
+            if set(price) != {"input", "output"} or not all(
+                isinstance(v, Real) and not isinstance(v, bool) and v >= 0 for v in price.values()
+            ):
+                raise ConfigError(f"model_config.price must be {{input: $/M tokens, output: $/M tokens}} (numbers >= 0), got {self.price!r}")
+            self.price = price
+
+    def described(self) -> dict[str, Any]:
+        """The fields for `describe()`: every field but secrets (declared `repr=False`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.repr and f.name != "model_source"}
+
+
+# `config.model` reads the same field as `config.model_source` (the InitVar only feeds __init__).
+ModelConfig.model = property(lambda self: self.model_source, doc="Another name for model_source.")  # type: ignore[assignment]
 
 
 @dataclass
@@ -52,7 +144,13 @@ class GenerationRequest:
 
 @dataclass
 class GenerationResult:
-    """One sample: either `generation` or `error` is set."""
+    """One sample: either `generation` or `error` is set.
+
+    `generation` is the answer (what graders see); `reasoning` the thinking apart from it
+    (None when the model wrote none; see `skyeval.reasoning`). `usage` holds
+    `prompt_tokens`, `completion_tokens` (reasoning included) and `reasoning_tokens`
+    (None when unknown). `seed` is the seed this sample was generated with.
+    """
 
     id: str
     sample_idx: int
@@ -60,7 +158,9 @@ class GenerationResult:
     error: str | None = None
     error_type: str | None = None
     finish_reason: str | None = None
-    usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens
+    usage: dict[str, int | None] | None = None
+    reasoning: str | None = None
+    seed: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,11 +170,25 @@ class GenerationResult:
         return asdict(self)
 
 
+def usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int | None) -> dict[str, int | None]:
+    """The `usage` dict of a result (the one place its keys are spelled)."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "reasoning_tokens": reasoning_tokens}
+
+
+def error_result(request_id: str, sample_idx: int, exc: BaseException | str, error_type: str | None = None,
+                 seed: int | None = None) -> GenerationResult:
+    """A failed sample: the exception's type and message (cut to 1000 characters)."""
+    if isinstance(exc, BaseException):
+        error_type = error_type or type(exc).__name__
+        exc = f"{type(exc).__name__}: {exc}"
+    return GenerationResult(request_id, sample_idx, error=exc[:1000] or error_type, error_type=error_type, seed=seed)
+
+
 class Backend(Protocol):
     """What the pipeline calls. `describe()` goes into summary.json (no secrets)."""
 
     def generate(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]: ...
 
     def describe(self) -> dict[str, Any]: ...
@@ -99,4 +213,4 @@ def require(module: str, install: str) -> None:
     except (ImportError, ValueError):  # a parent package missing, or a module stubbed out
         found = False
     if not found:
-        raise ImportError(f"this backend needs the `{module}` package: {install}")
+        raise MissingDependencyError(f"this backend needs the `{module}` package: {install}")

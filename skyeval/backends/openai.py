@@ -22,19 +22,25 @@ import re
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from skyeval import reasoning
 from skyeval.backends.base import (
     GenerationRequest,
     GenerationResult,
+    ModelConfig,
     Prompt,
     SamplingParams,
     ScalingConfig,
+    error_result,
     sample_seed,
 )
+from skyeval.backends.base import usage as make_usage
+from skyeval.errors import ConfigError, EndpointError
 
 log = logging.getLogger(__name__)
 
@@ -50,20 +56,28 @@ _DROPPABLE = frozenset({  # what a 400 "unsupported parameter" may make us stop 
     "n", "temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "seed", "stop",
     "continue_final_message", "add_generation_prompt",
 })
+_NOT_SAMPLING = frozenset({"model", "messages", "prompt", "n", "seed"})  # per request, not settings
 _END = object()  # end of one generate() call's queue
 Emit = Callable[[object], None]  # hands a result or a window release to the consumer
 
 
 @dataclass
-class HTTPConfig:
+class HTTPConfig(ModelConfig):
     """`model_config=openai`: an OpenAI-compatible endpoint and how hard to call it.
 
-    `api_key_env` names the environment variable holding the key, read at build time;
-    `null` means the server needs no key (a placeholder is sent). A missing variable is
-    an error, except for loopback URLs (local `vllm serve`, test servers).
+    The key: `api_key` when given (used, never written: not in repr, describe() or any
+    saved config), else the environment variable `api_key_env` names, read at build time;
+    `api_key_env: null` means the server needs no key (a placeholder is sent). A missing
+    variable is an error, except for loopback URLs (local `vllm serve`, test servers).
+
+    `fan_out_n`: None asks for `n` choices in one request and fans out to one request per
+    sample once the server returns fewer; True always fans out; False never does (missing
+    choices become errors). `reasoning_model` (None: guessed from the name: o1/o3/o4/gpt-5)
+    drops temperature/top_p and sends `max_completion_tokens`. Backoff waits
+    `backoff_base_s * 2**attempt` (times a 0.5-1 jitter), or the server's `Retry-After`,
+    at most `backoff_max_s`.
     """
 
-    model_source: str
     api_url: str = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
     timeout_s: float = 600.0
@@ -72,23 +86,20 @@ class HTTPConfig:
     tokens_per_minute: float | None = None
     fan_out_n: bool | None = None
     reasoning_model: bool | None = None
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    _: KW_ONLY
+    api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self, model: str | None) -> None:
+        super().__post_init__(model)
+        if self.max_retries < 0 or self.timeout_s <= 0:
+            raise ConfigError("model_config.max_retries must be >= 0 and model_config.timeout_s > 0")
 
     def build(self, scaling: ScalingConfig | None = None) -> OpenAIBackend:
-        scaling = scaling or ScalingConfig()
-        api_key = read_api_key(self.api_key_env, self.api_url)
+        api_key = self.api_key or read_api_key(self.api_key_env, self.api_url)
         check_reachable(self.api_url)
-        return OpenAIBackend(
-            self.model_source,
-            self.api_url,
-            api_key,
-            concurrency=scaling.concurrency,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            requests_per_minute=self.requests_per_minute,
-            tokens_per_minute=self.tokens_per_minute,
-            fan_out_n=self.fan_out_n,
-            reasoning_model=self.reasoning_model,
-        )
+        return OpenAIBackend(self, scaling, api_key=api_key)
 
 
 def check_reachable(api_url: str, timeout_s: float = 10.0) -> None:
@@ -100,8 +111,8 @@ def check_reachable(api_url: str, timeout_s: float = 10.0) -> None:
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as err:
-        raise ConnectionError(f"cannot reach {api_url} ({parts.hostname}:{port}): {err}. "
-                              "Check model_config.api_url and that the server is up.") from None
+        raise EndpointError(f"cannot reach {api_url} ({parts.hostname}:{port}): {err}. "
+                            "Check model_config.api_url and that the server is up.") from None
 
 
 def read_api_key(env_var: str | None, api_url: str) -> str | None:
@@ -114,7 +125,7 @@ def read_api_key(env_var: str | None, api_url: str) -> str | None:
     if _is_loopback(api_url):
         log.info("%s is not set; calling the local server %s without a key", env_var, api_url)
         return None
-    raise ValueError(
+    raise ConfigError(
         f"model_config=openai: environment variable {env_var} is not set. Export your API key "
         f"for {api_url} in {env_var}, point model_config.api_key_env at the variable that "
         f"holds it, or set model_config.api_key_env=null for a server that needs no key."
@@ -124,50 +135,24 @@ def read_api_key(env_var: str | None, api_url: str) -> str | None:
 class OpenAIBackend:
     """Generates through an OpenAI-compatible API; implements `base.Backend`.
 
-    `fan_out_n`: None asks for `n` choices in one request and fans out to one request per
-    sample once the server returns fewer; True always fans out; False never does (missing
-    choices become errors). `reasoning_model` (None: guessed from the name) drops
-    temperature/top_p and sends `max_completion_tokens`. Backoff waits
-    `backoff_base_s * 2**attempt` (times a 0.5-1 jitter), or the server's `Retry-After`,
-    at most `backoff_max_s`.
+    Pulls requests from the caller's iterator (in a helper thread, so a slow source never
+    stalls requests in flight) and keeps at most 2x `scaling.concurrency` jobs whose
+    results are not yet consumed.
     """
 
-    def __init__(
-        self,
-        model_source: str,
-        api_url: str,
-        api_key: str | None,
-        *,
-        concurrency: int = 64,
-        timeout_s: float = 600.0,
-        max_retries: int = 6,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        fan_out_n: bool | None = None,
-        reasoning_model: bool | None = None,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 60.0,
-    ) -> None:
-        if concurrency < 1 or max_retries < 0:
-            raise ValueError("concurrency must be >= 1 and max_retries >= 0")
-        self.model_source = model_source
-        self.api_url = api_url
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.fan_out_n = fan_out_n
+    def __init__(self, config: HTTPConfig, scaling: ScalingConfig | None = None, *, api_key: str | None = None) -> None:
+        self.config = config
+        self.concurrency = (scaling or ScalingConfig()).concurrency
         self.reasoning_model = (
-            bool(_REASONING_NAME.search(model_source.lower()))
-            if reasoning_model is None
-            else reasoning_model
+            bool(_REASONING_NAME.search(config.model_source.lower()))
+            if config.reasoning_model is None
+            else config.reasoning_model
         )
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
         self._api_key = api_key or NO_KEY
-        self._honours_n: bool | None = None if fan_out_n is None else not fan_out_n
+        self._honours_n: bool | None = None if config.fan_out_n is None else not config.fan_out_n
         self._dropped: set[str] = set()
+        self._sent: dict[str, Any] = {}
+        self._server: dict[str, Any] = {}
         self.stats = {"http_requests": 0, "retries": 0, "param_retries": 0, "failed_requests": 0}
         self._start_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,12 +163,12 @@ class OpenAIBackend:
         self._tpm: _RateLimiter | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(model_source={self.model_source!r}, api_url={_redact_url(self.api_url)!r})"
+        return f"OpenAIBackend(model_source={self.config.model_source!r}, api_url={_redact_url(self.config.api_url)!r})"
 
     # -- the Backend protocol -------------------------------------------------------
 
     def generate(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]:
         """Yield one result per (request id, sample index), in completion order."""
         loop = self._start()
@@ -202,18 +187,19 @@ class OpenAIBackend:
             future.cancel()
 
     def describe(self) -> dict[str, Any]:
+        config = self.config.described()
         return {
             "backend": "openai",
-            "model": self.model_source,
-            "api_url": _redact_url(self.api_url),
+            "model": self.config.model_source,
+            "engine": "openai-compatible server",
+            "engine_version": self._server.get("system_fingerprint"),
+            "server_model": self._server.get("model"),
             "openai_version": _package_version("openai"),
-            "concurrency": self.concurrency,
-            "timeout_s": self.timeout_s,
-            "max_retries": self.max_retries,
-            "requests_per_minute": self.requests_per_minute,
-            "tokens_per_minute": self.tokens_per_minute,
-            "fan_out_n": self.fan_out_n,
+            **config,
+            "api_url": _redact_url(self.config.api_url),
             "reasoning_model": self.reasoning_model,
+            "concurrency": self.concurrency,
+            "sampling_sent": dict(self._sent),
             "stats": {
                 **self.stats,
                 "server_honours_n": self._honours_n,
@@ -247,41 +233,60 @@ class OpenAIBackend:
     async def _open(self) -> None:
         import openai
 
+        config = self.config
         limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
             max_connections=self.concurrency, max_keepalive_connections=self.concurrency
         )
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
-            base_url=self.api_url,
-            timeout=self.timeout_s,
+            base_url=config.api_url,
+            timeout=config.timeout_s,
             max_retries=0,  # retries are ours: see _call
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s),
+            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=config.timeout_s),
         )
         self._slots = asyncio.Semaphore(self.concurrency)
-        self._rpm = _RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
-        self._tpm = _RateLimiter(self.tokens_per_minute) if self.tokens_per_minute else None
+        self._rpm = _RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
+        self._tpm = _RateLimiter(config.tokens_per_minute) if config.tokens_per_minute else None
 
     async def _produce(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams, outbox: _Outbox
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams, outbox: _Outbox
     ) -> None:
-        """Start jobs lazily: at most 2x concurrency jobs whose results are not yet consumed."""
+        """Pull requests lazily: a request is taken from the iterator only once a window
+        slot is free (at most 2x concurrency jobs whose results are not yet consumed).
+        The pulls run in a helper thread: the caller's iterator may read files."""
         emit = outbox.put
         window = asyncio.Semaphore(2 * self.concurrency)
         tasks: set[asyncio.Task] = set()
+        loop = asyncio.get_running_loop()
+        source = iter(requests)
+        puller = ThreadPoolExecutor(1, thread_name_prefix="skyeval-openai-pull")
+
+        def start(request: GenerationRequest, indices: list[int]) -> None:
+            task = asyncio.create_task(self._job(request, indices, sampling, emit))
+            task.add_done_callback(lambda _: emit(window.release))
+            task.add_done_callback(tasks.discard)
+            tasks.add(task)
+
         try:
-            for request in requests:
-                pending = list(request.sample_indices)
+            while True:
+                await window.acquire()
+                request = await loop.run_in_executor(puller, next, source, None)
+                if request is None:
+                    break
+                indices, pending = self._next_job(list(request.sample_indices))
+                if not indices:
+                    window.release()
+                    continue
+                start(request, indices)
                 while pending:
                     await window.acquire()
                     indices, pending = self._next_job(pending)
-                    task = asyncio.create_task(self._job(request, indices, sampling, emit))
-                    task.add_done_callback(lambda _: emit(window.release))
-                    task.add_done_callback(tasks.discard)
-                    tasks.add(task)
+                    start(request, indices)
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
+            puller.shutdown(wait=False, cancel_futures=True)
             outbox.close()
 
     def _next_job(self, pending: list[int]) -> tuple[list[int], list[int]]:
@@ -300,9 +305,10 @@ class OpenAIBackend:
         outcome = await self._call(f"{request.id}#{indices[0]}", request.prompt, sampling, n, seed)
         if isinstance(outcome, _Failure):
             for i in indices:
-                emit(outcome.result(request.id, i))
+                emit(outcome.result(request.id, i, sample_seed(sampling.seed, i) if n == 1 else seed))
             return
-        results = _results(request.id, indices, outcome, chat=isinstance(request.prompt, list))
+        self._server = {k: outcome.get(k) for k in ("model", "system_fingerprint")}
+        results = _results(request, indices, outcome, seed, self.config.think_tags)
         for result in results:
             emit(result)
         missing = indices[len(results):]
@@ -310,10 +316,10 @@ class OpenAIBackend:
             if n > 1 and self._honours_n is None:
                 self._honours_n = True
             return
-        if n == 1 or self.fan_out_n is False:
+        if n == 1 or self.config.fan_out_n is False:
             failure = _Failure(f"server returned {len(results)} of {n} choices", "MissingChoices")
             for i in missing:
-                emit(failure.result(request.id, i))
+                emit(failure.result(request.id, i, seed))
             return
         if self._honours_n is not False:
             log.warning("server returned %d of %d choices: fanning out n from now on", len(results), n)
@@ -326,6 +332,7 @@ class OpenAIBackend:
         """The response, after retries; a `_Failure` if it never succeeded."""
         attempt = 0
         tried_drops: set[str] = set()
+        max_retries = self.config.max_retries
         while True:
             try:
                 return await self._send(prompt, sampling, n, seed)
@@ -335,7 +342,7 @@ class OpenAIBackend:
                     tried_drops.add(param)
                     self._drop(param, exc)
                     continue
-                if not _retryable(exc) or attempt >= self.max_retries:
+                if not _retryable(exc) or attempt >= max_retries:
                     self.stats["failed_requests"] += 1
                     log.warning("%s failed after %d attempt(s): %s", label, attempt + 1, _message(exc))
                     return _Failure(str(exc)[:1000] or repr(exc), type(exc).__name__)
@@ -343,7 +350,7 @@ class OpenAIBackend:
                 attempt += 1
                 self.stats["retries"] += 1
                 log.warning("%s: retry %d/%d in %.2fs after %s",
-                            label, attempt, self.max_retries, delay, _message(exc))
+                            label, attempt, max_retries, delay, _message(exc))
                 await asyncio.sleep(delay)
 
     async def _send(self, prompt: Prompt, sampling: SamplingParams, n: int, seed: int | None) -> dict:
@@ -353,6 +360,7 @@ class OpenAIBackend:
         custom requests): same endpoints, auth and errors as `chat.completions.create`,
         without its per-request typed transform and parse (~30% less CPU per request).
         """
+        timeout_s = self.config.timeout_s
         async with self._slots:
             if self._rpm:
                 await self._rpm.acquire(1)
@@ -362,10 +370,10 @@ class OpenAIBackend:
             path = "/chat/completions" if isinstance(prompt, list) else "/completions"
             self.stats["http_requests"] += 1
             try:
-                async with asyncio.timeout(self.timeout_s):  # the whole request, not per read
+                async with asyncio.timeout(timeout_s):  # the whole request, not per read
                     response = await self._client.post(path, body=body, cast_to=object)
             except TimeoutError:
-                raise TimeoutError(f"no reply within timeout_s={self.timeout_s}") from None
+                raise TimeoutError(f"no reply within timeout_s={timeout_s}") from None
         if not (isinstance(response, dict) and isinstance(response.get("choices"), list)):
             raise MalformedResponse(f"not a completion: {str(response)[:200]!r}")
         return response
@@ -376,10 +384,11 @@ class OpenAIBackend:
         """The JSON body: every sampling parameter set, minus those the server rejected.
 
         `top_k` (not an OpenAI parameter) only when set; `sampling.extra` verbatim, last.
+        What was sent (but the prompt, n and the per-sample seed) is kept for describe().
         """
         chat = isinstance(prompt, list)
         params: dict[str, Any] = {
-            "model": self.model_source,
+            "model": self.config.model_source,
             "messages" if chat else "prompt": prompt,
             "n": n,
             "temperature": sampling.temperature,
@@ -396,7 +405,9 @@ class OpenAIBackend:
         if chat and prompt and prompt[-1].get("role") == "assistant":  # prefill (vLLM)
             params.update(continue_final_message=True, add_generation_prompt=False)
         params.update(sampling.extra)
-        return {k: v for k, v in params.items() if v is not None and k not in self._dropped}
+        body = {k: v for k, v in params.items() if v is not None and k not in self._dropped}
+        self._sent = {k: v for k, v in body.items() if k not in _NOT_SAMPLING}
+        return body
 
     def _drop(self, param: str, exc: Exception) -> None:
         if param not in self._dropped:
@@ -406,8 +417,8 @@ class OpenAIBackend:
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0) * random.uniform(1.0, 1.1), self.backoff_max_s)
-        return min(self.backoff_base_s * 2**attempt, self.backoff_max_s) * random.uniform(0.5, 1.0)
+            return min(max(retry_after, 0.0) * random.uniform(1.0, 1.1), self.config.backoff_max_s)
+        return min(self.config.backoff_base_s * 2**attempt, self.config.backoff_max_s) * random.uniform(0.5, 1.0)
 
 
 class _Outbox:
@@ -441,8 +452,8 @@ class _Failure:
     error: str
     error_type: str
 
-    def result(self, request_id: str, sample_idx: int) -> GenerationResult:
-        return GenerationResult(request_id, sample_idx, error=self.error, error_type=self.error_type)
+    def result(self, request_id: str, sample_idx: int, seed: int | None) -> GenerationResult:
+        return error_result(request_id, sample_idx, self.error, self.error_type, seed=seed)
 
 
 class _RateLimiter:
@@ -472,29 +483,65 @@ class _RateLimiter:
             self.level -= cost
 
 
-def _results(request_id: str, indices: list[int], response: dict, chat: bool) -> list[GenerationResult]:
-    """Results for the first len(indices) choices.
+def _results(
+    request: GenerationRequest, indices: list[int], response: dict, seed: int | None, think_tags: Any
+) -> list[GenerationResult]:
+    """Results for the first len(indices) choices, reasoning split from the answer.
 
-    Usage per sample: the request's prompt tokens, and an even share of its completion
-    tokens (the API reports one total for all n choices; the shares sum to it).
+    Usage: the API reports one total for all n choices; each sample gets the request's
+    prompt tokens and a share of the completion (and reasoning) tokens proportional to
+    its text length (exact for n=1; the shares sum to the totals). Reasoning tokens come
+    from `usage.completion_tokens_details.reasoning_tokens` when the server sends them
+    (hidden reasoning of o-series models included), else from the share of the text that
+    is reasoning, else 0 when there is no reasoning.
     """
-    choices = sorted(response["choices"], key=lambda c: c.get("index") or 0)
+    chat = isinstance(request.prompt, list)
+    opened = _prompt_opens_block(request.prompt, think_tags)
+    choices = sorted(response["choices"], key=lambda c: c.get("index") or 0)[: len(indices)]
+    parts = []
+    for choice in choices:
+        message = (choice.get("message") or {}) if chat else choice
+        content = message.get("content") if chat else message.get("text")
+        server_reasoning = message.get("reasoning_content") or message.get("reasoning")
+        parts.append(reasoning.split(content, think_tags, reasoning=server_reasoning, opened=opened))
     usage = response.get("usage") or {}
-    shares = _split(usage.get("completion_tokens") or 0, len(choices))
+    lengths = [len(thought or "") + len(answer) for thought, answer in parts]
+    completion = _split(usage.get("completion_tokens") or 0, lengths)
+    details = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    thinking = _split(details, [len(t or "") for t, _ in parts]) if details is not None else [
+        round(share * len(t) / length) if t and length else 0
+        for (t, _), share, length in zip(parts, completion, lengths)
+    ]
     results = []
-    for i, choice, share in zip(indices, choices, shares):
-        text = (choice.get("message") or {}).get("content") if chat else choice.get("text")
+    for i, (thought, answer), choice, tokens, reasoned in zip(indices, parts, choices, completion, thinking):
         results.append(GenerationResult(
-            request_id, i, generation=text or "", finish_reason=choice.get("finish_reason"),
-            usage={"prompt_tokens": usage.get("prompt_tokens") or 0, "completion_tokens": share}
-            if usage else None,
+            request.id, i, generation=answer, reasoning=thought, finish_reason=choice.get("finish_reason"),
+            usage=make_usage(usage.get("prompt_tokens") or 0, tokens, reasoned) if usage else None, seed=seed,
         ))
     return results
 
 
-def _split(total: int, parts: int) -> list[int]:
-    base, extra = divmod(total, max(parts, 1))
-    return [base + (k < extra) for k in range(parts)]
+def _prompt_opens_block(prompt: Prompt, think_tags: Any) -> bool:
+    """A text prompt, or a chat prefill, that ends inside an open think block."""
+    if isinstance(prompt, list):
+        if not prompt or prompt[-1].get("role") != "assistant":
+            return False
+        prompt = str(prompt[-1].get("content", ""))
+    return reasoning.prompt_opens_block(prompt, think_tags)
+
+
+def _split(total: int, weights: list[int]) -> list[int]:
+    """`total` in integer shares proportional to `weights` (even when all are 0); the
+    shares sum to `total` (largest remainders get the leftover units)."""
+    if not weights:
+        return []
+    weights = weights if any(weights) else [1] * len(weights)
+    exact = [total * w / sum(weights) for w in weights]
+    shares = [int(x) for x in exact]
+    order = sorted(range(len(exact)), key=lambda k: exact[k] - shares[k], reverse=True)
+    for k in order[: total - sum(shares)]:
+        shares[k] += 1
+    return shares
 
 
 def _retryable(exc: Exception) -> bool:

@@ -1,175 +1,151 @@
 """`model_config=ray`: data-parallel vLLM replicas through Ray Data.
 
-`ray.data.llm.build_processor(vLLMEngineProcessorConfig(...))` runs `num_replicas`
-engine actors (each `tensor_parallel_size` GPUs, or one CPU bundle with `use_cpu`).
-Prompts are rendered to token ids on the driver by `skyeval.backends.vllm.render_prompt`
-(so both vLLM backends send identical tokens), one row per wanted sample with its own
-seed; Ray's chat-template, tokenize and detokenize stages are off. Output rows are
-streamed back as blocks finish. Each `generate` call starts its own replicas.
+`ray.data.llm.build_processor(vLLMEngineProcessorConfig(...))` runs
+`scaling.num_replicas` engine actors (each `tensor_parallel_size` GPUs of
+`scaling.accelerator_type`, or one CPU bundle with `use_cpu`).
+
+The request iterator is read in bounded segments of `segment_samples` samples (default
+`SEGMENT_BATCHES x batch_size x num_replicas`): each segment becomes a small Ray Dataset
+(one block per batch of requests) that runs through the replicas while the driver holds
+only that segment's requests; the stream is never materialised. Workers render prompts
+to token ids with `skyeval.backends.vllm.render_prompt` (the same tokens as the vLLM
+backend), one row per wanted sample with its own seed, and after the engine split
+reasoning from the answer and count its tokens; Ray's chat-template, tokenize and
+detokenize stages are off. The driver only turns output rows into results.
+
+Trade-off: Ray Data starts a processor's replicas per dataset, so each segment starts
+them anew (30 s to minutes): keep segments large on real runs (the default is 256
+batches per replica). A generator-based source that keeps one dataset open for the whole
+stream stalls in Ray 2.60 (a long read task's output is held until it ends).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
+from skyeval import reasoning
 from skyeval.backends.base import (
     VLLM_INSTALL,
     GenerationRequest,
     GenerationResult,
+    ModelConfig,
     SamplingParams,
     ScalingConfig,
+    error_result,
     require,
     sample_seed,
+    usage,
 )
 from skyeval.backends.vllm import (
-    error_result,
     load_tokenizer,
+    opens_block,
+    reasoning_tokens,
     render_prompt,
     sampling_kwargs,
     vllm_version,
 )
+from skyeval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-OUTPUT_COLUMNS = ["id", "sample_idx", "generated_text", "num_input_tokens", "num_generated_tokens", "__inference_error__"]
+RESULT_COLUMNS = ["id", "sample_idx", "seed", "generation", "reasoning", "finish_reason", "prompt_tokens",
+                  "completion_tokens", "reasoning_tokens", "error", "error_type"]
+SEGMENT_BATCHES = 256  # samples per segment: this many batches per replica
 
 
 @dataclass
-class RayConfig:
-    """Config of the Ray backend (`conf/model_config/ray.yaml`).
+class RayConfig(ModelConfig):
+    """Config of the Ray backend (`conf/model_config/ray.yaml`). Replicas, batch size and
+    accelerator type are the root `scaling` section's (`ScalingConfig`), not repeated here."""
 
-    `scaling` is not consulted by `build`: ray.yaml takes `num_replicas` and
-    `batch_size` from the root `scaling` section by interpolation.
-    """
-
-    model_source: str
-    num_replicas: int = 1
     tensor_parallel_size: int = 1
-    accelerator_type: str | None = None
-    ray_address: str | None = None
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    ray_address: str | None = None  # null: $RAY_ADDRESS, else the cluster `ray start` made, else local; "local": private
     dtype: str = "float32"
-    batch_size: int = 16
-    use_cpu: bool = False
     chat: bool | None = None
+    use_cpu: bool = False  # CPU bundles instead of GPUs (tests, CI)
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    segment_samples: int | None = None  # samples per dataset; None: SEGMENT_BATCHES x batch_size x num_replicas
+
+    def __post_init__(self, model: str | None) -> None:
+        super().__post_init__(model)
+        self.engine_kwargs = dict(self.engine_kwargs or {})
+        clash = {"model", "dtype", "tensor_parallel_size"} & self.engine_kwargs.keys()
+        if clash:
+            raise ConfigError(f"set {sorted(clash)} through their own model_config fields, not engine_kwargs")
+        if isinstance(self.tensor_parallel_size, bool) or not isinstance(self.tensor_parallel_size, int) \
+                or self.tensor_parallel_size < 1:
+            raise ConfigError(f"model_config.tensor_parallel_size must be an integer >= 1, got {self.tensor_parallel_size!r}")
+        if self.segment_samples is not None and (not isinstance(self.segment_samples, int) or self.segment_samples < 1):
+            raise ConfigError(f"model_config.segment_samples must be null or an integer >= 1, got {self.segment_samples!r}")
 
     def build(self, scaling: ScalingConfig | None = None) -> "RayBackend":
         require("vllm", VLLM_INSTALL)
-        return RayBackend(
-            self.model_source,
-            self.engine_kwargs,
-            num_replicas=self.num_replicas,
-            tensor_parallel_size=self.tensor_parallel_size,
-            accelerator_type=self.accelerator_type,
-            ray_address=self.ray_address,
-            dtype=self.dtype,
-            batch_size=self.batch_size,
-            use_cpu=self.use_cpu,
-            chat=self.chat,
-        )
+        return RayBackend(self, scaling)
 
 
 class RayBackend:
-    """Generates with vLLM replicas on Ray; implements `base.Backend`.
+    """Generates with vLLM replicas on Ray; implements `base.Backend`. Each `generate`
+    call starts its own replicas; the Ray session (`skyeval.ray_session`) is shared."""
 
-    Joins the cluster at `ray_address` (else `$RAY_ADDRESS`), else starts a local Ray;
-    a Ray already initialised in this process is reused.
-    """
-
-    def __init__(
-        self,
-        model_source: str,
-        engine_kwargs: dict[str, Any] | None = None,
-        *,
-        num_replicas: int = 1,
-        tensor_parallel_size: int = 1,
-        accelerator_type: str | None = None,
-        ray_address: str | None = None,
-        dtype: str = "float32",
-        batch_size: int = 16,
-        use_cpu: bool = False,
-        chat: bool | None = None,
-    ) -> None:
-        engine_kwargs = dict(engine_kwargs or {})
-        clash = {"model", "dtype", "tensor_parallel_size"} & engine_kwargs.keys()
-        if clash:
-            raise ValueError(f"set {sorted(clash)} through their own arguments, not engine_kwargs")
-        if num_replicas < 1 or tensor_parallel_size < 1 or batch_size < 1:
-            raise ValueError("num_replicas, tensor_parallel_size and batch_size must be >= 1")
-        self.model_source = model_source
-        self.engine_kwargs = engine_kwargs
-        self.num_replicas = num_replicas
-        self.tensor_parallel_size = tensor_parallel_size
-        self.accelerator_type = accelerator_type
-        self.ray_address = ray_address
-        self.dtype = dtype
-        self.batch_size = batch_size
-        self.use_cpu = use_cpu
-        self.chat = chat
-        self._tokenizer: Any = None
+    def __init__(self, config: RayConfig, scaling: ScalingConfig | None = None) -> None:
+        self.config = config
+        self.scaling = scaling or ScalingConfig()
+        self._sent: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"RayBackend(model_source={self.model_source!r}, num_replicas={self.num_replicas})"
+        return f"RayBackend(model_source={self.config.model_source!r}, num_replicas={self.scaling.num_replicas})"
 
-    @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(self.model_source, self.engine_kwargs)
-        return self._tokenizer
+    def window(self) -> int:
+        """Samples per segment: the most requests the driver holds at once."""
+        return self.config.segment_samples or SEGMENT_BATCHES * self.scaling.batch_size * self.scaling.num_replicas
 
     def generate(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]:
         """Yield one result per (request id, sample index), as output blocks arrive."""
-        rows: list[dict[str, Any]] = []
-        for request in requests:
-            try:
-                tokens = render_prompt(self.tokenizer, request.prompt, self.chat)
-            except Exception as exc:  # noqa: BLE001 (a bad prompt is that problem's error)
-                for idx in request.sample_indices:
-                    yield error_result(request.id, idx, exc)
-                continue
-            rows.extend(_row(request.id, idx, tokens, sampling) for idx in request.sample_indices)
-        if rows:
-            for row in self._run(rows).iter_rows():
-                yield _to_result(row, sampling.max_tokens)
+        from skyeval.ray_session import ensure_ray
 
-    def _run(self, rows: list[dict[str, Any]]) -> Any:
-        """The (lazy) output dataset of the vLLM processor over `rows`."""
+        ensure_ray(self.config.ray_address)
+        self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
+        for segment in _segments(iter(requests), self.window()):
+            yield from self._run(segment, sampling)
+
+    def _run(self, segment: list[dict[str, Any]], sampling: SamplingParams) -> Iterator[GenerationResult]:
+        """Results of one segment of requests through fresh replicas."""
         import ray.data
         from ray.data.llm import build_processor
 
-        from skyeval.ray_session import ensure_ray
-
-        ensure_ray(self.ray_address)
-        blocks = math.ceil(len(rows) / self.batch_size)
-        dataset = ray.data.from_items(rows, override_num_blocks=blocks)
-        processor = build_processor(self.processor_config())
-        return processor(dataset).select_columns(OUTPUT_COLUMNS)
+        config, batch = self.config, self.scaling.batch_size
+        requests_per_block = max(1, batch // sampling.n)  # about one engine batch of samples per block
+        dataset = ray.data.from_items(segment, override_num_blocks=max(1, -(-len(segment) // requests_per_block)))
+        dataset = dataset.map_batches(_Render(config, sampling.to_dict()), batch_size=None, batch_format="pyarrow")
+        dataset = build_processor(self.processor_config())(dataset)
+        dataset = dataset.map_batches(_Finish(config, sampling.max_tokens), batch_size=None, batch_format="pyarrow")
+        for row in dataset.select_columns(RESULT_COLUMNS).iter_rows():
+            yield _to_result(row)
 
     def processor_config(self) -> Any:
         """The `vLLMEngineProcessorConfig` for this backend."""
         from ray.data.llm import vLLMEngineProcessorConfig
 
-        placement = None
-        if self.use_cpu:
-            placement = {"bundles": [{"CPU": 1}] * self.tensor_parallel_size}
+        config, scaling = self.config, self.scaling
+        placement = {"bundles": [{"CPU": 1}] * config.tensor_parallel_size} if config.use_cpu else None
         return vLLMEngineProcessorConfig(
-            model_source=self.model_source,
+            model_source=config.model_source,
             engine_kwargs={
-                "dtype": self.dtype,
-                "tensor_parallel_size": self.tensor_parallel_size,
+                "dtype": config.dtype,
+                "tensor_parallel_size": config.tensor_parallel_size,
                 # per-request stats become a struct column that Ray 2.60 fails to
                 # concatenate with the null column of an error row in the same block
                 "disable_log_stats": True,
-                **self.engine_kwargs,
+                **config.engine_kwargs,
             },
-            batch_size=self.batch_size,
-            concurrency=self.num_replicas,
-            accelerator_type=None if self.use_cpu else self.accelerator_type,
+            batch_size=scaling.batch_size,
+            concurrency=scaling.num_replicas,
+            accelerator_type=None if config.use_cpu else scaling.accelerator_type,
             placement_group_config=placement,
             should_continue_on_error=True,
             log_engine_metrics=False,
@@ -183,39 +159,106 @@ class RayBackend:
 
         return {
             "backend": "ray",
-            "model": self.model_source,
+            "model": self.config.model_source,
+            "engine": "vllm",
             **vllm_version(),
             "ray_version": ray.__version__,
-            "dtype": self.dtype,
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "num_replicas": self.num_replicas,
-            "accelerator_type": "CPU" if self.use_cpu else self.accelerator_type,
-            "batch_size": self.batch_size,
-            "chat": self.chat,
-            "engine_kwargs": self.engine_kwargs,
+            **self.config.described(),
+            "num_replicas": self.scaling.num_replicas,
+            "accelerator_type": "CPU" if self.config.use_cpu else self.scaling.accelerator_type,
+            "batch_size": self.scaling.batch_size,
+            "sampling_sent": dict(self._sent),
         }
 
     def close(self) -> None:
-        """Nothing to release: replicas end with each `generate`; the Ray session is shared."""
+        """Nothing to release: replicas end with each segment; the Ray session is shared."""
 
 
-def _row(request_id: str, idx: int, tokens: list[int], sampling: SamplingParams) -> dict[str, Any]:
-    params = {k: v for k, v in sampling_kwargs(sampling, sample_seed(sampling.seed, idx)).items() if v is not None}
-    return {"id": request_id, "sample_idx": idx, "tokenized_prompt": tokens, "sampling_params": params}
+def _segments(source: Iterator[GenerationRequest], samples: int) -> Iterator[list[dict[str, Any]]]:
+    """The requests as rows (the prompt JSON-encoded: text and chat prompts share a
+    column), in lists of about `samples` samples; the next list is read only when asked."""
+    segment: list[dict[str, Any]] = []
+    size = 0
+    for request in source:
+        segment.append({"id": request.id, "prompt": json.dumps(request.prompt),
+                        "sample_indices": list(request.sample_indices)})
+        size += len(request.sample_indices)
+        if size >= samples:
+            yield segment
+            segment, size = [], 0
+    if segment:
+        yield segment
 
 
-def _to_result(row: dict[str, Any], max_tokens: int) -> GenerationResult:
-    """An output row as a result. Ray does not report vLLM's finish reason: "length"
-    when `max_tokens` tokens were generated, else "stop"."""
-    request_id, idx = str(row["id"]), int(row["sample_idx"])
-    if row["__inference_error__"]:
-        message = str(row["__inference_error__"])
-        return GenerationResult(request_id, idx, error=message[:1000], error_type=message.split(":", 1)[0])
-    completion_tokens = int(row["num_generated_tokens"])
+class _Render:
+    """Worker stage: one row per wanted sample, with its prompt's token ids and seed."""
+
+    def __init__(self, config: RayConfig, sampling: dict[str, Any]) -> None:
+        self.config, self.sampling = config, sampling
+
+    def __call__(self, table: Any) -> Any:
+        import pyarrow
+
+        config, sampling = self.config, SamplingParams(**self.sampling)
+        tokenizer = load_tokenizer(config.model_source, config.engine_kwargs)
+        rows = []
+        for request in table.to_pylist():
+            error, tokens, opened = None, [0], False
+            try:
+                tokens = render_prompt(tokenizer, json.loads(request["prompt"]), config.chat)
+                opened = opens_block(tokenizer, tokens, config.think_tags)
+            except Exception as exc:  # noqa: BLE001 (a bad prompt is that problem's error; 1 token still runs)
+                error = f"{type(exc).__name__}: {exc}"[:1000]
+            for idx in request["sample_indices"]:
+                seed = sample_seed(sampling.seed, idx)
+                params = {k: v for k, v in sampling_kwargs(sampling, seed).items() if v is not None}
+                if error:
+                    params["max_tokens"] = 1
+                rows.append({"id": request["id"], "sample_idx": idx, "seed": seed, "opened": opened,
+                             "render_error": error, "tokenized_prompt": tokens, "sampling_params": params})
+        return pyarrow.Table.from_pylist(rows)
+
+
+class _Finish:
+    """Worker stage: the engine's output row as result fields (reasoning split, tokens
+    counted). Ray does not report vLLM's finish reason: "length" when `max_tokens`
+    tokens were generated, else "stop"."""
+
+    def __init__(self, config: RayConfig, max_tokens: int) -> None:
+        self.config, self.max_tokens = config, max_tokens
+
+    def __call__(self, table: Any) -> Any:
+        import pyarrow
+
+        config = self.config
+        tokenizer = load_tokenizer(config.model_source, config.engine_kwargs)
+        rows = []
+        for row in table.to_pylist():
+            out = {k: row.get(k) for k in ("id", "sample_idx", "seed")}
+            error = row.get("render_error") or row.get("__inference_error__")
+            if error:
+                message = str(error)
+                out.update(error=message[:1000], error_type=message.split(":", 1)[0])
+            else:
+                token_ids = list(row.get("generated_tokens") or [])
+                completion = int(row["num_generated_tokens"])
+                thought, answer = reasoning.split(row["generated_text"], config.think_tags, opened=bool(row["opened"]))
+                out.update(
+                    generation=answer, reasoning=thought,
+                    finish_reason="length" if completion >= self.max_tokens else "stop",
+                    prompt_tokens=int(row["num_input_tokens"]), completion_tokens=completion,
+                    reasoning_tokens=reasoning_tokens(tokenizer, token_ids, thought, answer, config.think_tags),
+                )
+            rows.append({k: out.get(k) for k in RESULT_COLUMNS})
+        return pyarrow.Table.from_pylist(rows)
+
+
+def _to_result(row: dict[str, Any]) -> GenerationResult:
+    request_id, idx, seed = str(row["id"]), int(row["sample_idx"]), row["seed"]
+    seed = None if seed is None else int(seed)
+    if row["error"]:
+        return error_result(request_id, idx, row["error"], row["error_type"], seed=seed)
     return GenerationResult(
-        request_id,
-        idx,
-        generation=row["generated_text"],
-        finish_reason="length" if completion_tokens >= max_tokens else "stop",
-        usage={"prompt_tokens": int(row["num_input_tokens"]), "completion_tokens": completion_tokens},
+        request_id, idx, generation=row["generation"], reasoning=row["reasoning"], finish_reason=row["finish_reason"],
+        usage=usage(int(row["prompt_tokens"]), int(row["completion_tokens"]), int(row["reasoning_tokens"])), seed=seed,
     )

@@ -1,43 +1,57 @@
 """`model_config=reference`: replays each problem's gold solution as the generation.
 
 No GPU, key or network needed. It is the offline default and the self-check of every
-scorer: a scorer that does not give the reference ~100% is broken.
+scorer: a scorer that does not give the reference ~100% is broken. It always reports
+itself as the model `reference`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
-from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
+from skyeval import reasoning
+from skyeval.backends.base import (
+    GenerationRequest,
+    GenerationResult,
+    ModelConfig,
+    SamplingParams,
+    ScalingConfig,
+    error_result,
+    sample_seed,
+)
 
 
 @dataclass
-class ReferenceConfig:
+class ReferenceConfig(ModelConfig):
     """Config of the reference backend (`conf/model_config/reference.yaml`)."""
 
-    model_source: str = "reference"
+    model_source: str | None = "reference"
 
     def build(self, scaling: ScalingConfig | None = None) -> "ReferenceBackend":
-        return ReferenceBackend(self.model_source)
+        return ReferenceBackend(self)
 
 
 class ReferenceBackend:
-    """Yields `request.reference` for every requested sample."""
+    """Yields `request.reference` for every requested sample, one request at a time."""
 
-    def __init__(self, model_source: str = "reference") -> None:
-        self.model_source = model_source
+    def __init__(self, config: ReferenceConfig | None = None) -> None:
+        self.config = config or ReferenceConfig()
 
-    def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingParams) -> Iterator[GenerationResult]:
+    def generate(self, requests: Iterable[GenerationRequest], sampling: SamplingParams) -> Iterator[GenerationResult]:
         for request in requests:
             for idx in request.sample_indices:
+                seed = sample_seed(sampling.seed, idx)
                 if request.reference is None:
-                    yield GenerationResult(request.id, idx, error="no reference solution", error_type="NoReference")
-                else:
-                    yield GenerationResult(request.id, idx, generation=request.reference, finish_reason="stop")
+                    yield error_result(request.id, idx, "no reference solution", "NoReference", seed=seed)
+                    continue
+                thought, answer = reasoning.split(request.reference, self.config.think_tags)
+                yield GenerationResult(request.id, idx, generation=answer, reasoning=thought,
+                                       finish_reason="stop", seed=seed)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "reference", "model": self.model_source}
+        return {"backend": "reference", "model": "reference", "engine": "reference",
+                **self.config.described()}
 
     def close(self) -> None:
-        pass
+        """Nothing to release."""

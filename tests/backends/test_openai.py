@@ -14,8 +14,9 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams
+from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams, ScalingConfig
 from skyeval.backends.openai import HTTPConfig, OpenAIBackend, read_api_key
+from skyeval.errors import ConfigError
 
 from .fault_server import Fault, FaultServer
 
@@ -33,9 +34,10 @@ def make_backend(server):
     """Backends on the test server with fast backoff; closed after the test."""
     backends: list[OpenAIBackend] = []
 
-    def make(model: str = "test-model", api_key: str | None = None, **kwargs) -> OpenAIBackend:
-        kwargs = {"concurrency": 8, "timeout_s": 5.0, "backoff_base_s": 0.01, **kwargs}
-        backend = OpenAIBackend(model, server.url, api_key, **kwargs)
+    def make(model: str = "test-model", api_key: str | None = None, concurrency: int = 8, **kwargs) -> OpenAIBackend:
+        kwargs = {"timeout_s": 5.0, "backoff_base_s": 0.01, **kwargs}
+        config = HTTPConfig(model, server.url, **kwargs)
+        backend = OpenAIBackend(config, ScalingConfig(concurrency=concurrency), api_key=api_key)
         backends.append(backend)
         return backend
 
@@ -66,8 +68,9 @@ def test_chat_and_text_prompts(server, make_backend):
     results = run(make_backend(), [chat(1), text(2)])
     assert results["c1", 0].generation == "The answer is \\boxed{2}."
     assert results["t2", 0].generation == "The answer is \\boxed{4}."
-    assert results["c1", 0].usage == {"prompt_tokens": 4, "completion_tokens": 4}
-    assert results["c1", 0].finish_reason == "stop"
+    assert results["c1", 0].usage == {"prompt_tokens": 4, "completion_tokens": 4, "reasoning_tokens": 0}
+    assert results["c1", 0].finish_reason == "stop" and results["c1", 0].reasoning is None
+    assert results["c1", 0].seed == 0
     assert sorted(e["path"] for e in server.log) == ["/v1/chat/completions", "/v1/completions"]
 
 
@@ -258,7 +261,7 @@ def test_fault_server_subprocess_mode(tmp_path):
     )
     try:
         url = proc.stdout.readline().split()[1]
-        backend = OpenAIBackend("m", url, None, max_retries=0)
+        backend = OpenAIBackend(HTTPConfig("m", url, max_retries=0))
         assert run(backend, [text(1)])["t1", 0].error_type == "InternalServerError"
         urllib.request.urlopen(urllib.request.Request(url.replace("/v1", "/admin/heal"), method="POST")).close()
         assert run(backend, [text(1)])["t1", 0].ok
@@ -267,3 +270,135 @@ def test_fault_server_subprocess_mode(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+# -- reasoning models: think tags, reasoning_content, truncation, usage ------------------
+
+THINK = "<think>I add one to {number} carefully.</think> The answer is \\boxed{{{number}}}."
+
+
+def test_think_tags_split_reasoning_from_answer(server, make_backend):
+    server.configure(answer_template=THINK)
+    results = run(make_backend(), [chat(1), text(2)])
+    c1 = results["c1", 0]
+    assert c1.reasoning == "I add one to 2 carefully." and c1.generation == "The answer is \\boxed{2}."
+    assert c1.finish_reason == "stop"
+    # no details from the server: the reasoning's share of the text's characters (25 of 49)
+    # of the 10 completion tokens
+    assert c1.usage == {"prompt_tokens": 4, "completion_tokens": 10, "reasoning_tokens": 5}
+    assert results["t2", 0].reasoning == "I add one to 4 carefully."
+
+
+def test_unclosed_think_is_all_reasoning_and_keeps_length(server, make_backend):
+    server.configure(answer_template=THINK)
+    results = run(make_backend(), [chat(1, samples=2)], n=2, max_tokens=4)
+    for i in (0, 1):
+        r = results["c1", i]
+        assert r.ok and r.generation == "" and r.reasoning == "I add one to"
+        assert r.finish_reason == "length"
+        assert r.usage["completion_tokens"] == 4 and r.usage["reasoning_tokens"] == 4
+
+
+def test_prefill_opening_the_block_counts_as_reasoning(server, make_backend):
+    server.configure(answer_template="Let me see {number}")  # cut before any tag
+    prefill = GenerationRequest("p", [{"role": "user", "content": "2+2?"},
+                                      {"role": "assistant", "content": "<think>"}], [0])
+    result = run(make_backend(), [prefill])["p", 0]
+    assert result.generation == "" and result.reasoning == "Let me see 2"
+
+
+def test_think_tags_off_and_custom(server, make_backend):
+    server.configure(answer_template="[R]why {number}[/R] so {number}")
+    off = run(make_backend(think_tags=None), [chat(1)])["c1", 0]
+    assert off.generation == "[R]why 2[/R] so 2" and off.reasoning is None
+    custom = run(make_backend(think_tags=["[R]", "[/R]"]), [chat(1)])["c1", 0]
+    assert (custom.reasoning, custom.generation) == ("why 2", "so 2")
+
+
+def test_reasoning_content_field_and_usage_details(server, make_backend):
+    server.configure(reasoning_template="first {number} then more", answer_template="\\boxed{{{number}}}")
+    results = run(make_backend(), [chat(1, samples=2)], n=2)
+    for i in (0, 1):
+        r = results["c1", i]
+        assert (r.reasoning, r.generation) == ("first 2 then more", "\\boxed{2}")
+        assert r.usage == {"prompt_tokens": 4, "completion_tokens": 5, "reasoning_tokens": 4}
+
+
+def test_hidden_reasoning_tokens_of_o_series(server, make_backend):
+    server.configure(hidden_reasoning_tokens=100)
+    backend = make_backend(model="o3-mini")
+    r = run(backend, [chat(1)], temperature=0.5, max_tokens=200)["c1", 0]
+    assert r.reasoning is None and r.generation == "The answer is \\boxed{2}."
+    assert r.usage == {"prompt_tokens": 4, "completion_tokens": 104, "reasoning_tokens": 100}
+    info = backend.describe()
+    # what was actually sent: temperature dropped, max_completion_tokens instead of max_tokens
+    assert info["sampling_sent"] == {"max_completion_tokens": 200}
+    assert info["engine_version"] == "fp_fault_server" and info["reasoning_model"] is True
+
+
+def test_usage_shares_follow_text_length(server, make_backend):
+    server.configure(answer_template="{index}")  # choice i answers i: lengths 1, 1, 2 ... words 1 each
+    results = run(make_backend(), [chat(1, samples=3)], n=3)
+    assert [results["c1", i].usage["completion_tokens"] for i in range(3)] == [1, 1, 1]
+    server.configure(answer_template="<think>" + "w " * 9 + "</think>{index}")
+    results = run(make_backend(), [chat(1, samples=2)], n=2)
+    assert sum(r.usage["completion_tokens"] for r in results.values()) == 2 * 10  # shares sum to the total
+
+
+# -- streaming, lifecycle, config -----------------------------------------------------
+
+
+def test_requests_pulled_lazily_within_the_window(server, make_backend):
+    """The backend takes requests from a generator and never runs ahead of the window
+    (2 x concurrency jobs not yet consumed)."""
+    server.configure(latency=0.01)
+    pulled = consumed = 0
+    ahead: list[int] = []
+
+    def requests():
+        nonlocal pulled
+        for i in range(60):
+            pulled += 1
+            ahead.append(pulled - consumed)
+            yield text(i)
+
+    backend = make_backend(concurrency=2)
+    first_at = None
+    for _ in backend.generate(requests(), SamplingParams()):
+        if first_at is None:
+            first_at = pulled
+        consumed += 1
+    assert consumed == pulled == 60
+    assert first_at <= 2 * 2 + 1
+    assert max(ahead) <= 2 * 2 + 1
+
+
+def test_close_stops_the_loop_thread(server, make_backend):
+    import threading
+
+    backend = make_backend()
+    run(backend, [chat(1)])
+    assert any(t.name.startswith("skyeval-openai") for t in threading.enumerate())
+    backend.close()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("skyeval-openai")]
+    assert run(backend, [chat(2)])["c2", 0].ok  # generate starts it again
+    backend.close()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("skyeval-openai")]
+
+
+def test_model_alias_and_api_key_used_never_written(server):
+    config = HTTPConfig(model="gpt-4o-mini", api_url=server.url, api_key="sk-secret-xyz-123")
+    assert config.model_source == config.model == "gpt-4o-mini"
+    assert "sk-secret" not in repr(config)
+    backend = config.build(ScalingConfig(concurrency=2))
+    try:
+        assert run(backend, [chat(1)])["c1", 0].ok
+        assert backend._api_key == "sk-secret-xyz-123"
+        assert "sk-secret" not in repr(backend.describe()) + repr(backend)
+        assert backend.describe()["concurrency"] == 2
+    finally:
+        backend.close()
+    with pytest.raises(ConfigError, match="differ"):
+        HTTPConfig(model="a", model_source="b")
+    with pytest.raises(ConfigError, match="model_source"):
+        HTTPConfig(api_url=server.url)

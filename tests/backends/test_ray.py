@@ -8,9 +8,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from skyeval.backends.base import GenerationRequest, SamplingParams
-from skyeval.backends.ray import RayBackend, RayConfig
-from skyeval.backends.vllm import render_prompt
+from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
+from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig
+from skyeval.backends.vllm import load_tokenizer, render_prompt
+from skyeval.errors import ConfigError
 
 from .conftest import CPU_ENGINE_KWARGS
 
@@ -18,55 +19,90 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 SYSTEM = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"}]
 
 
-def test_config_takes_replicas_and_batch_size_from_scaling():
+def test_replicas_batch_size_and_accelerator_come_from_scaling():
+    """One source of truth: the root `scaling` section, which ray.yaml does not repeat."""
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", ["model_config=ray", "model_config.model_source=/m", "scaling.num_replicas=3",
-                                 "model_config.use_cpu=true"])
+                                 "scaling.accelerator_type=L40S"])
+    assert not {"num_replicas", "batch_size", "accelerator_type"} & set(cfg.model_config)
     config = instantiate(cfg.model_config, _convert_="all")
     assert isinstance(config, RayConfig)
-    assert (config.num_replicas, config.batch_size) == (3, cfg.scaling.batch_size)
-    backend = config.build()
-    assert isinstance(backend, RayBackend) and backend.num_replicas == 3
+    backend = config.build(ScalingConfig(**cfg.scaling))
+    processor = backend.processor_config()
+    assert (processor.concurrency, processor.batch_size, processor.accelerator_type) == (3, cfg.scaling.batch_size, "L40S")
+    assert backend.window() == SEGMENT_BATCHES * cfg.scaling.batch_size * 3
+    assert backend.describe()["num_replicas"] == 3
 
 
 def test_processor_config_cpu_and_gpu():
-    cpu = RayBackend("/m", {"max_model_len": 64}, num_replicas=2, use_cpu=True, batch_size=8).processor_config()
+    cpu = RayBackend(RayConfig("/m", use_cpu=True, engine_kwargs={"max_model_len": 64}),
+                     ScalingConfig(num_replicas=2, batch_size=8)).processor_config()
     (bundle,) = cpu.placement_group_config["bundles"]
     assert bundle["CPU"] == 1 and not bundle.get("GPU") and cpu.accelerator_type is None
     assert cpu.concurrency == 2 and cpu.batch_size == 8 and cpu.should_continue_on_error
     assert cpu.engine_kwargs["max_model_len"] == 64 and cpu.engine_kwargs["dtype"] == "float32"
     assert cpu.engine_kwargs["disable_log_stats"]  # needed for error rows, see RayBackend
-    gpu = RayBackend("/m", tensor_parallel_size=2, accelerator_type="H100").processor_config()
+    gpu = RayBackend(RayConfig(model="/m", tensor_parallel_size=2),
+                     ScalingConfig(concurrency=2, accelerator_type="H100")).processor_config()
     assert gpu.placement_group_config is None and gpu.accelerator_type == "H100"
     assert gpu.engine_kwargs["tensor_parallel_size"] == 2
 
 
-def test_tensor_parallel_size_is_not_an_engine_kwarg():
-    with pytest.raises(ValueError, match="tensor_parallel_size"):
-        RayBackend("/m", {"tensor_parallel_size": 2})
+def test_bad_values_are_config_errors():
+    with pytest.raises(ConfigError, match="tensor_parallel_size"):
+        RayConfig("/m", engine_kwargs={"tensor_parallel_size": 2})
+    with pytest.raises(ConfigError, match="scaling.num_replicas"):
+        ScalingConfig(num_replicas=0)
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_one_cpu_replica_returns_one_result_per_sample(tiny_model, ray_session):
-    backend = RayBackend(tiny_model, CPU_ENGINE_KWARGS, num_replicas=1, use_cpu=True, batch_size=4)
-    requests = [GenerationRequest("chat", SYSTEM, [0, 1, 2]), GenerationRequest("text", "2+3=", [0, 3]),
-                GenerationRequest("long", "x " * 600, [0])]
+def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session):
+    """One result per sample (errors as results), prompts rendered in workers exactly as
+    the vLLM backend does, and the request generator read one segment at a time (two
+    segments here: the second starts its replica anew)."""
+    scaling = ScalingConfig(num_replicas=1, batch_size=4)
+    config = RayConfig(tiny_model, use_cpu=True, engine_kwargs=CPU_ENGINE_KWARGS, segment_samples=12)
+    backend = RayBackend(config, scaling)
+    window = backend.window()
+    fixed = [GenerationRequest("chat", SYSTEM, [0, 1, 2]), GenerationRequest("text", "2+3=", [0, 3]),
+             GenerationRequest("long", "x " * 600, [0]),
+             GenerationRequest("think", [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "<think>"}], [0])]
+    extra = 6  # 7 samples above + 6: a segment of 12, then one of 1
+    pulled = consumed = 0
+    ahead: list[int] = []
+
+    def requests():
+        nonlocal pulled
+        for request in fixed + [GenerationRequest(f"r{i}", f"{i}+1=", [0]) for i in range(extra)]:
+            pulled += len(request.sample_indices)
+            ahead.append(pulled - consumed)
+            yield request
+
     sampling = SamplingParams(n=3, temperature=1.0, max_tokens=8, seed=3)
-    results = list(backend.generate(requests, sampling))
-    (long,) = [r for r in results if r.id == "long"]
+    results = []
+    for result in backend.generate(requests(), sampling):
+        results.append(result)
+        consumed += 1
+    assert consumed == pulled == 7 + extra
+    assert max(ahead) <= window + 3  # never more than a segment (plus one request's samples) ahead
+    by_key = {(r.id, r.sample_idx): r for r in results}
+    assert len(by_key) == len(results)
+    long = by_key.pop(("long", 0))
     assert not long.ok and "maximum context length" in long.error  # an error result, not a crash
-    results.remove(long)
-    assert sorted((r.id, r.sample_idx) for r in results) == [("chat", 0), ("chat", 1), ("chat", 2),
-                                                             ("text", 0), ("text", 3)]
-    assert all(r.ok and r.finish_reason in ("stop", "length") for r in results), results
-    chat_tokens = len(render_prompt(backend.tokenizer, SYSTEM, None))
-    for r in results:
-        assert r.usage["prompt_tokens"] == (chat_tokens if r.id == "chat" else 4)
-        assert 1 <= r.usage["completion_tokens"] <= 8
-    assert len({r.generation for r in results if r.id == "chat"}) == 3
+    think = by_key.pop(("think", 0))
+    assert think.generation == "" and think.reasoning and think.finish_reason == "length"
+    assert think.usage["reasoning_tokens"] == think.usage["completion_tokens"] == 8
+    assert all(r.ok and r.finish_reason in ("stop", "length") for r in by_key.values())
+    chat_tokens = len(render_prompt(load_tokenizer(tiny_model, {}), SYSTEM, None))
+    for (request_id, idx), r in by_key.items():
+        if request_id in ("chat", "text"):
+            assert r.usage["prompt_tokens"] == (chat_tokens if request_id == "chat" else 4)
+        assert 1 <= r.usage["completion_tokens"] <= 8 and r.seed == 3 + idx
+    assert len({by_key["chat", i].generation for i in range(3)}) == 3
     info = backend.describe()
     assert info["backend"] == "ray" and info["accelerator_type"] == "CPU" and info["num_replicas"] == 1
+    assert info["engine_version"] and info["sampling_sent"]["max_tokens"] == 8
     backend.close()
 
 
@@ -77,7 +113,7 @@ def test_gpu_replicas(tiny_model, ray_session):
     import torch
 
     replicas = torch.cuda.device_count()
-    backend = RayBackend(tiny_model, {"max_model_len": 512}, num_replicas=replicas)
-    requests = [GenerationRequest(str(i), SYSTEM, [0, 1]) for i in range(4 * replicas)]
+    backend = RayBackend(RayConfig(tiny_model, engine_kwargs={"max_model_len": 512}), ScalingConfig(num_replicas=replicas))
+    requests = (GenerationRequest(str(i), SYSTEM, [0, 1]) for i in range(4 * replicas))
     results = list(backend.generate(requests, SamplingParams(n=2, temperature=1.0, max_tokens=8)))
     assert len(results) == 8 * replicas and all(r.ok for r in results)

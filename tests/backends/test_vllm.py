@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from skyeval.backends.base import GenerationRequest, SamplingParams
+from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
 from skyeval.backends.vllm import VLLMBackend, VLLMConfig, render_prompt, vllm_sampling_params
+from skyeval.errors import ConfigError
 
 from .conftest import CPU_ENGINE_KWARGS
 
@@ -22,7 +23,7 @@ engine = pytest.mark.slow, pytest.mark.vllm
 
 @pytest.fixture(scope="module")
 def backend(tiny_model, single_process_vllm):
-    backend = VLLMBackend(tiny_model, ENGINE_KWARGS)
+    backend = VLLMBackend(VLLMConfig(tiny_model, engine_kwargs=ENGINE_KWARGS))
     yield backend
     backend.close()
 
@@ -46,13 +47,22 @@ def test_config_from_hydra_builds_a_lazy_backend():
 
     config = instantiate(cfg.model_config, _convert_="all")
     assert isinstance(config, VLLMConfig) and config.dtype == "float32" and config.chat is None
+    assert config.think_tags == ["<think>", "</think>"] and config.price is None
     backend = config.build()
-    assert backend.engine_kwargs == {"max_model_len": 64} and backend._llm is None
+    assert backend.config.engine_kwargs == {"max_model_len": 64} and backend._llm is None
 
 
 def test_model_and_dtype_are_not_engine_kwargs():
-    with pytest.raises(ValueError, match="dtype"):
-        VLLMBackend("m", {"dtype": "bfloat16"})
+    with pytest.raises(ConfigError, match="dtype"):
+        VLLMConfig("m", engine_kwargs={"dtype": "bfloat16"})
+
+
+def test_model_is_another_name_for_model_source():
+    """The documented form: VLLMConfig(model=..., engine_kwargs=...) with a ScalingConfig."""
+    config = VLLMConfig(model="/models/tiny", engine_kwargs={"max_model_len": 64})
+    assert config.model_source == config.model == "/models/tiny"
+    backend = config.build(ScalingConfig(concurrency=2, accelerator_type="L40S"))
+    assert backend.describe()["model"] == "/models/tiny" and backend._llm is None
 
 
 @pytest.mark.vllm
@@ -103,6 +113,7 @@ def test_chat_text_system_and_prefill_prompts(backend):
 def test_n_samples_are_distinct_with_usage(backend):
     results = list(backend.generate([GenerationRequest("p", SYSTEM, [0, 1, 2])], sampled(n=3)))
     assert sorted(r.sample_idx for r in results) == [0, 1, 2]
+    assert {r.sample_idx: r.seed for r in results} == {0: 7, 1: 8, 2: 9}
     assert all(r.ok and r.usage["prompt_tokens"] > 0 and r.usage["completion_tokens"] > 0 for r in results)
     assert len({r.generation for r in results}) == 3
 
@@ -127,6 +138,7 @@ def test_max_tokens_and_stop_respected(backend):
     results = list(backend.generate([GenerationRequest("p", "2+3=", list(range(6)))], sampled(max_tokens=3)))
     assert all(r.usage["completion_tokens"] <= 3 for r in results)
     assert any(r.finish_reason == "length" for r in results)
+    assert all(r.reasoning is None and r.usage["reasoning_tokens"] == 0 for r in results)
     text = results[0].generation
     if len(text) > 1:  # stop at the second character of a known continuation
         stopped = list(backend.generate([GenerationRequest("p", "2+3=", [0])], sampled(max_tokens=3, stop=[text[1:]])))
@@ -161,9 +173,74 @@ def test_engine_kwargs_passthrough_and_describe(backend):
     assert config.scheduler_config.max_num_seqs == 32
     assert config.parallel_config.distributed_executor_backend == "uni"
     assert str(config.model_config.dtype) == "torch.float32"
+    list(backend.generate([GenerationRequest("p", "2+3=", [0])], sampled(top_k=5)))
     info = backend.describe()
-    assert info["backend"] == "vllm" and info["model"] == backend.model_source
-    assert info["vllm_version"] and info["dtype"] == "float32" and info["tensor_parallel_size"] == 1
+    assert info["backend"] == "vllm" and info["model"] == backend.config.model_source
+    assert info["engine"] == "vllm" and info["engine_version"] and info["dtype"] == "float32"
+    assert info["tensor_parallel_size"] == 1
+    assert info["sampling_sent"] == {"temperature": 1.0, "top_p": 1.0, "max_tokens": 12, "top_k": 5}
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_truncated_inside_think_block_is_all_reasoning(backend):
+    """A prompt that opens a think block, cut by max_tokens before it closes: the whole
+    text is reasoning, the answer is empty, and the finish reason stays "length"."""
+    thinking = [{"role": "user", "content": "What is 2+3?"}, {"role": "assistant", "content": "<think>"}]
+    results = list(backend.generate([GenerationRequest("t", thinking, [0, 1, 2])], sampled(max_tokens=4)))
+    for r in results:
+        assert r.ok and r.generation == "" and r.reasoning, r
+        assert r.finish_reason == "length" and r.usage["completion_tokens"] == 4
+        assert r.usage["reasoning_tokens"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_requests_pulled_lazily_within_the_window(backend):
+    """A generator of requests is read only while fewer than the window (2 x max_num_seqs)
+    are in the engine, and topped up as results come back."""
+    window = backend.window()
+    assert window == 2 * ENGINE_KWARGS["max_num_seqs"]
+    pulled = consumed = 0
+    ahead: list[int] = []
+
+    def requests():
+        nonlocal pulled
+        for i in range(3 * window):
+            pulled += 1
+            ahead.append(pulled - consumed)
+            yield GenerationRequest(f"r{i}", f"{i}+3=", [0])
+
+    first_at = None
+    for _ in backend.generate(requests(), sampled(max_tokens=2)):
+        first_at = pulled if first_at is None else first_at
+        consumed += 1
+    assert consumed == pulled == 3 * window
+    assert first_at <= window and max(ahead) <= window
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_close_frees_the_engine(tiny_model, monkeypatch):
+    """close() shuts the engine core process down and drops the engine."""
+    import gc
+    import weakref
+
+    import psutil
+
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # the engine core in its own process
+    backend = VLLMBackend(VLLMConfig(tiny_model, engine_kwargs=ENGINE_KWARGS))
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert len(list(backend.generate([GenerationRequest("p", "2+3=", [0])], sampled()))) == 1
+    engine_procs = [p for p in psutil.Process().children(recursive=True)
+                    if p.pid not in before and "resource_tracker" not in " ".join(p.cmdline())]  # tracker: Python's, per process
+    assert engine_procs, "the engine core should run in a child process"
+    engine = weakref.ref(backend.llm)
+    backend.close()
+    gc.collect()
+    assert backend._llm is None and engine() is None
+    gone, alive = psutil.wait_procs(engine_procs, timeout=60)
+    assert not alive, alive
 
 
 @pytest.mark.gpu
@@ -173,8 +250,8 @@ def test_cuda_bfloat16_tensor_parallel(tiny_model):
     import torch
 
     tp = min(2, torch.cuda.device_count())  # the tiny model has 2 heads
-    backend = VLLMBackend(tiny_model, {"max_model_len": 512, "tensor_parallel_size": tp},
-                          dtype="bfloat16")
+    backend = VLLMBackend(VLLMConfig(tiny_model, engine_kwargs={"max_model_len": 512, "tensor_parallel_size": tp},
+                                     dtype="bfloat16"))
     try:
         results = list(backend.generate([GenerationRequest("p", SYSTEM, [0, 1])], sampled()))
         assert len(results) == 2 and all(r.ok for r in results)

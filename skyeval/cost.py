@@ -1,0 +1,109 @@
+"""What a run would send, and what it would cost: `dry_run=true`, and the actual cost after.
+
+`estimate(env, problems, sampling, model_config)` streams the (raw or templated) problems
+once and counts their prompt tokens:
+- with the model's own tokenizer when the config has a local one (`VLLMConfig`,
+  `RayConfig`: the tokenizer vLLM would load, rendered exactly as the backend does);
+- for an HTTP model, with `tiktoken` when it is installed (OpenAI's tokenizers: close for
+  OpenAI models, an estimate for others), else ~4 characters a token;
+and says which in `prompt_tokens_counted_with` (`prompt_tokens_estimated` is True unless
+the model's own tokenizer counted them). With `model_config.price` ({input, output} in
+dollars per million tokens) it adds the worst case: every sample sends its prompt and
+generates `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+MESSAGE_OVERHEAD = 3  # tokens OpenAI's chat format adds per message (and once for the reply)
+
+
+def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_config: Any) -> dict[str, Any]:
+    """Counts (and worst-case cost) of sending `problems` with `sampling` to the model."""
+    count, method, exact = prompt_counter(model_config)
+    n_problems = prompt_tokens = 0
+    for problem in problems:
+        item = problem if "prompt" in problem else env.apply_prompt_template_on_item(problem)
+        prompt_tokens += count(item["prompt"])
+        n_problems += 1
+    samples = n_problems * sampling.n
+    report: dict[str, Any] = {
+        "problems": n_problems,
+        "samples": samples,
+        "prompt_tokens": prompt_tokens,  # one prompt per problem
+        "prompt_tokens_sent": prompt_tokens * sampling.n,  # worst case: each sample sends its prompt
+        "prompt_tokens_counted_with": method,
+        "prompt_tokens_estimated": not exact,
+        "max_completion_tokens": samples * sampling.max_tokens,
+        "price": getattr(model_config, "price", None),
+        "worst_case_cost": None,
+    }
+    report["worst_case_cost"] = actual_cost(report["prompt_tokens_sent"], report["max_completion_tokens"], report["price"])
+    return report
+
+
+def actual_cost(prompt_tokens: int, completion_tokens: int, price: dict[str, float] | None) -> float | None:
+    """Dollars for these tokens at `price` ({input, output} per million tokens); None
+    without a price. Reasoning tokens are billed as output: they are part of
+    `completion_tokens` in every backend's usage."""
+    if not price:
+        return None
+    return round((prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6, 6)
+
+
+def prompt_counter(model_config: Any) -> tuple[Callable[[Any], int], str, bool]:
+    """(count(prompt) -> tokens, how it counts, whether that is the model's own tokenizer)."""
+    engine_kwargs = getattr(model_config, "engine_kwargs", None)
+    if isinstance(engine_kwargs, dict) and isinstance(model_config.model_source, str):
+        tokenizer = _local_tokenizer(model_config.model_source, engine_kwargs)
+        if tokenizer is not None:
+            from skyeval.backends.vllm import render_prompt
+
+            chat = getattr(model_config, "chat", None)
+            name = engine_kwargs.get("tokenizer") or model_config.model_source
+            return (lambda prompt: len(render_prompt(tokenizer, prompt, chat))), f"tokenizer of {name}", True
+    encoding = _tiktoken_encoding(getattr(model_config, "model_source", None) or "")
+    if encoding is not None:
+        return (lambda prompt: _chat_tokens(prompt, lambda text: len(encoding.encode(text, disallowed_special=())))), \
+            f"tiktoken {encoding.name} (estimated)", False
+    return (lambda prompt: _chat_tokens(prompt, lambda text: (len(text) + 3) // 4)), "chars/4 (estimated)", False
+
+
+def _chat_tokens(prompt: Any, count: Callable[[str], int]) -> int:
+    if isinstance(prompt, str):
+        return count(prompt)
+    return sum(count(str(m.get("content", ""))) + MESSAGE_OVERHEAD for m in prompt) + MESSAGE_OVERHEAD
+
+
+def _local_tokenizer(model_source: str, engine_kwargs: dict[str, Any]) -> Any:
+    """The model's tokenizer when it loads here (a local folder, or the Hugging Face
+    cache); None otherwise (no hub access, no transformers)."""
+    try:
+        from skyeval.backends.vllm import load_tokenizer
+
+        return load_tokenizer(model_source, engine_kwargs)
+    except Exception as exc:  # noqa: BLE001 (any failure means: estimate instead)
+        log.info("no local tokenizer for %s (%s): estimating prompt tokens", model_source, type(exc).__name__)
+        return None
+
+
+def _tiktoken_encoding(model: str) -> Any:
+    """tiktoken's encoding for `model` (o200k_base for unknown names); None when tiktoken
+    is not installed or its encoding file is neither cached nor downloadable."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        name = tiktoken.encoding_name_for_model(model.rsplit("/", 1)[-1])
+    except KeyError:
+        name = "o200k_base"
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # noqa: BLE001 (offline: the file cannot be fetched)
+        log.info("tiktoken encoding %s unavailable (%s): estimating prompt tokens", name, type(exc).__name__)
+        return None

@@ -1,0 +1,118 @@
+"""ensure_ray attaches the way Ray users expect, against a real `ray start --head`.
+
+The head runs with its own RAY_TMPDIR (so its `ray_current_cluster` record is seen only by
+the processes of this test, not by other Ray users of the machine) and is stopped in
+teardown. Drivers run in subprocesses: one process can attach to one cluster only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).parent / "ray"
+
+DRIVER = textwrap.dedent("""
+    import json, logging, sys
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    import ray
+    from skyeval.errors import ConfigError
+    from skyeval.ray_session import ensure_ray
+    first, second = json.loads(sys.argv[1])
+    ensure_ray(first)
+    ray.get(ray.remote(lambda: 1).remote())  # scheduling works there
+    out = {"gcs": ray.get_runtime_context().gcs_address}
+    if second is not None:
+        try:
+            ensure_ray(second)
+            out["second"] = "ok"
+        except ConfigError as err:
+            out["second"] = "ConfigError: " + str(err)
+    print("RESULT " + json.dumps(out), flush=True)
+""")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A real one-node cluster from `ray start --head --block` (1 CPU). Teardown stops
+    exactly the processes that command started (never `ray stop`, which would stop every
+    Ray on the machine)."""
+    import psutil
+
+    tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "RAY_TMPDIR": tmp}
+    env.pop("RAY_ADDRESS", None)
+    record = Path(tmp) / "ray" / "ray_current_cluster"
+    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=1",
+                             "--include-dashboard=false", "--disable-usage-stats"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    started = psutil.Process(proc.pid)
+    try:
+        deadline = time.monotonic() + 180
+        while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert record.exists(), "ray start --head did not come up"
+        time.sleep(2)  # the record is written just before the raylet is ready
+        yield env, record.read_text().strip()
+    finally:
+        family = [started, *started.children(recursive=True)]
+        for process in family:
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
+        _, alive = psutil.wait_procs(family, timeout=30)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def drive(env: dict, first: str | None, second: str | None = None) -> tuple[dict, str]:
+    proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps([first, second])], env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[0][len("RESULT "):]), proc.stderr
+
+
+@pytest.mark.slow
+def test_no_address_attaches_to_the_nodes_cluster(head):
+    env, address = head
+    out, logs = drive(env, None)
+    assert out["gcs"] == address  # joined, without local-only arguments (Ray would refuse num_cpus)
+    assert f"joined the cluster at {address}" in logs and "ray start" in logs
+
+
+@pytest.mark.slow
+def test_local_forces_a_private_instance(head):
+    env, address = head
+    out, logs = drive(env, "local")
+    assert out["gcs"] != address and "started a private local Ray" in logs
+
+
+@pytest.mark.slow
+def test_another_cluster_while_attached_is_a_config_error(head):
+    env, address = head
+    out, _ = drive(env, None, f"127.0.0.1:{free_port()}")
+    assert out["second"].startswith("ConfigError: ray_address=127.0.0.1:") and address in out["second"]
+    out, _ = drive(env, None, "local")
+    assert out["second"].startswith("ConfigError: ray_address=local")
+    out, _ = drive(env, address, address)  # the same cluster again is fine
+    assert out["second"] == "ok"
