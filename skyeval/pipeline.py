@@ -36,7 +36,7 @@ log = logging.getLogger("skyeval")
 STAGES = ("evaluate", "generate", "score")
 GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
 # Score records stay small: the texts are in generations/ (and the dataset), joined by key.
-_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "question", "problem", "generation", "reasoning", "score_error")
+_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error")
 SCORE_BATCH = 32  # samples per task sent to a scoring worker
 
 

@@ -274,8 +274,8 @@ def test_unknown_knob_names_the_closest_and_not_the_typo(tmp_path, data_dir):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("env.limit=-3", "env.limit must be a whole number >= 1"),
-    ("env.limit=ten", "env.limit must be a whole number >= 1"),
+    ("env.limit=-3", "env.limit must be a whole number >= 0"),
+    ("env.limit=ten", "env.limit must be a whole number >= 0"),
     ("env.timeout_s=-1", "env.timeout_s must be a number > 0"),
 ])
 def test_nonsense_values_are_refused_up_front(tmp_path, data_dir, override, message):

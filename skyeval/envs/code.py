@@ -131,8 +131,8 @@ class CodeScorer:
         from skyeval.scorers.sandbox import SandboxLimits
 
         if "tests_json" not in item:
-            raise KeyError(f"a code sample needs `tests_json` (the problem's tests, from env.to_problem or "
-                           f"env.read_dataset()); this one has {sorted(item)}")
+            raise ValueError(f"score_item of env {self.env.name!r} needs key 'tests_json' (the problem's tests), "
+                             f"which this item lacks: it has {sorted(item)} (rows from env.read_dataset() have it)")
         env = self.env
         limits = SandboxLimits(timeout_s=env.timeout_s, cpu_s=env.timeout_s, memory_mb=env.memory_mb)
         return score_code(item.get("generation") or "", json.loads(item["tests_json"]), limits=limits,

@@ -62,14 +62,16 @@ def run_dir(tmp_path_factory, data_dir) -> Path:
     order = sorted({g["id"] for g in gens})
     for g in gens:
         g["generation"] = edited(g["generation"], expected[g["id"]], order.index(g["id"]), g["sample_idx"])
-    (folder / "generations").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    for part in (folder / "generations").glob("*.jsonl"):  # the edited generations replace the saved ones
+        part.unlink()
+    (folder / "generations" / "part-00000.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
     run_cli("score", f"run_dir={folder}", cwd=cwd)
     return folder
 
 
 @pytest.fixture(scope="module")
 def scores(run_dir) -> list[dict]:
-    return read_jsonl(run_dir / "scores")
+    return load_scored(run_dir)  # score records joined with their texts from generations/
 
 
 def test_generate_then_score_applies_both_scorers(run_dir, scores):
