@@ -129,19 +129,23 @@ class _Recorder:
         self.failures = folder.writer("failures", shard.prefix)
         self.per_problem = folder.writer("scores", shard.prefix + "per_problem-")
         self.metrics, self.progress = metrics, progress
+        # keys written by this run, as 8-byte hashes: only needed to reconcile with earlier runs' records
         self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
+        self.track_keys = True
         self.failures_by_stage: Counter = Counter()
 
     def generation(self, record: dict[str, Any]) -> None:
         with self.lock:
             self.generations.write(record)
-            self.new_generated.append(key_hash(key_of(record)))
+            if self.track_keys:
+                self.new_generated.append(key_hash(key_of(record)))
             self.progress.update(generated=1)
 
     def score(self, record: dict[str, Any]) -> None:
         with self.lock:
             self.scores.write(record)
-            self.new_scored.append(key_hash(key_of(record)))
+            if self.track_keys:
+                self.new_scored.append(key_hash(key_of(record)))
             self.metrics.add_score(record)
             self._drain()
             self.progress.update(scored=1)
@@ -149,7 +153,8 @@ class _Recorder:
     def failure(self, record: dict[str, Any]) -> None:
         with self.lock:
             self.failures.write(record)
-            self.new_failed.append(key_hash(key_of(record)))
+            if self.track_keys:
+                self.new_failed.append(key_hash(key_of(record)))
             self.count_failure(record)
 
     def count_failure(self, record: dict[str, Any]) -> None:
@@ -301,6 +306,7 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     progress = Progress(stage, total=env.limit * n if env.limit is not None else None)
     outcome = Outcome(metrics=metrics or MetricsAccumulator(n, max_tokens=env.sampling.max_tokens))
     recorder = _Recorder(folder, shard, outcome.metrics, progress)
+    recorder.track_keys = not earlier.empty
     if stage == "score":
         recorder.scores = PartWriter(staging, shard.prefix + "part")
     members = array("Q")  # hashes of this run's problem ids, to count earlier records
@@ -321,7 +327,8 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
         pid = f"row-{index}"
         with recorder.lock:
             outcome.problems += 1
-            members.append(key_hash((pid, -1)))
+            if not earlier.empty:
+                members.append(key_hash((pid, -1)))
         for i in range(n):
             if not _done(earlier, (pid, i), stage, retry_failures):
                 recorder.failure(failure(pid, i, "load", type(err).__name__, str(err), row_index=index))
@@ -334,7 +341,8 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
                 continue
             with recorder.lock:
                 outcome.problems += 1
-                members.append(key_hash((pid, -1)))
+                if not earlier.empty:  # only earlier records need counting by membership
+                    members.append(key_hash((pid, -1)))
             wanted = [] if not earlier.empty else (list(range(n)) if stage != "score" else [])
             for i in range(n) if not earlier.empty else ():
                 key = (pid, i)
@@ -442,19 +450,20 @@ def _rescore(earlier: _Earlier, problems: dict[str, dict], n: int, stage: str, r
 def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: KeySet, n: int, stage: str) -> None:
     """Count what earlier runs left for this run's samples, and drop failure records that a
     later success (or a newer failure of the same sample) superseded."""
-    new_scored, new_failed = set(recorder.new_scored), set(recorder.new_failed)
-    new_generated = set(recorder.new_generated)
+    fresh = earlier.empty  # nothing earlier to count or supersede: skip the look-up sets
+    new_scored = KeySet(hashes=() if fresh else recorder.new_scored)  # 8 bytes a key, sorted
+    new_failed = KeySet(hashes=() if fresh else recorder.new_failed)
+    new_generated = KeySet(hashes=() if fresh else recorder.new_generated)
 
     def ours(key: tuple[str, int]) -> bool:
         return key[1] < n and (key[0], -1) in members
 
     def superseded(record: dict[str, Any]) -> bool:
         key = key_of(record)
-        h = key_hash(key)
-        if h in new_failed or h in new_scored or key in earlier.scored:
+        if key in new_failed or key in new_scored or key in earlier.scored:
             return True
         if record.get("stage") in GENERATE_STAGES:
-            return key in earlier.generated or h in new_generated
+            return key in earlier.generated or key in new_generated
         return stage == "score"  # a re-score replaces every earlier score failure
 
     if stage == "evaluate":

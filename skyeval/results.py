@@ -17,6 +17,7 @@ import json
 import os
 import socket
 import time
+from array import array
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -185,12 +186,15 @@ class KeySet:
 
         self._np = np
         hashed = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64)
-        self._sorted = np.unique(np.concatenate([hashed, np.fromiter(hashes, dtype=np.uint64)]))
+        given = np.frombuffer(hashes, dtype=np.uint64) if isinstance(hashes, array) else np.fromiter(hashes, np.uint64)
+        self._sorted = np.unique(np.concatenate([hashed, given]))
 
     def __len__(self) -> int:
         return len(self._sorted)
 
     def __contains__(self, key: Key) -> bool:
+        if not len(self._sorted):
+            return False
         h = self._np.uint64(key_hash(key))
         i = int(self._np.searchsorted(self._sorted, h))
         return i < len(self._sorted) and self._sorted[i] == h
