@@ -1,9 +1,12 @@
 """Throughput of the HTTP backend against a fixed-latency loopback server.
 
 Starts tests/backends/fault_server.py in a subprocess (every answer after --latency s),
-then sends --requests chat requests at --concurrency through skyeval's OpenAIBackend and
-through a bare AsyncOpenAI + semaphore loop, and prints both throughputs, the ratio of
-ideal (concurrency / latency) and the ratio to the bare loop. Target: >= 0.9 of ideal.
+then sends --requests chat requests at --concurrency through skyeval's OpenAIBackend,
+through the whole CLI (`evaluate` on as many synthetic math problems: start-up, reading,
+templating, generating, scoring and writing the run folder, timed as a process) and through
+a bare AsyncOpenAI + semaphore loop, and prints the throughputs, the ratio of ideal
+(concurrency / latency) and the ratios to the bare loop. Targets: the backend >= 0.9 of
+ideal; the CLI end to end >= 0.9 of the bare loop.
 
     python scripts/bench_http.py --requests 2000 --concurrency 128 --latency 1.0
 """
@@ -82,6 +85,32 @@ async def _bare(url: str, requests: int, concurrency: int) -> float:
     return elapsed
 
 
+def bench_cli(url: str, requests: int, concurrency: int) -> float:
+    """Seconds for `python -m skyeval.cli evaluate` on `requests` problems, process start to exit."""
+    import os
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_scale import write_problems
+
+    work = Path(tempfile.mkdtemp(prefix="skyeval_bench_http_"))
+    try:
+        write_problems(work / "data", requests, 200)
+        cmd = [sys.executable, "-m", "skyeval.cli", "evaluate", "+env=math500", f"data_dir={work / 'data'}",
+               "model_config=openai", "model_config.model_source=bench", f"model_config.api_url={url}",
+               "model_config.api_key_env=null", f"scaling.concurrency={concurrency}", "sampling_params.max_tokens=16",
+               f"logging.results_dir={work / 'out'}"]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "SKYEVAL_DATA_DIR": str(work / "data")})
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0 or f"{requests} samples, {requests} scored" not in proc.stdout:
+            raise RuntimeError(f"CLI run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        return elapsed
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def bench_bare(url: str, requests: int, concurrency: int) -> float:
     """Seconds for all requests through a bare AsyncOpenAI + semaphore loop."""
     return asyncio.run(_bare(url, requests, concurrency))
@@ -97,7 +126,8 @@ def main() -> None:
     args = parser.parse_args()
     import openai  # noqa: F401 (import time is not part of either measurement)
 
-    clients = {"bare AsyncOpenAI loop": bench_bare, "skyeval OpenAIBackend": bench_skyeval}
+    clients = {"bare AsyncOpenAI loop": bench_bare, "skyeval OpenAIBackend": bench_skyeval,
+               "skyeval CLI end to end": bench_cli}
     seconds: dict[str, list[float]] = {name: [] for name in clients}
     ideal = args.concurrency / args.latency
     print(f"{args.requests} requests, concurrency {args.concurrency}, latency {args.latency}s: "
@@ -115,7 +145,9 @@ def main() -> None:
     best = {name: args.requests / min(times) for name, times in seconds.items()}
     for name, rate in best.items():
         report(f"best: {name}", rate, ideal)
-    print(f"skyeval / bare throughput: {best['skyeval OpenAIBackend'] / best['bare AsyncOpenAI loop']:.3f}")
+    bare = best["bare AsyncOpenAI loop"]
+    print(f"skyeval backend / bare throughput: {best['skyeval OpenAIBackend'] / bare:.3f}")
+    print(f"skyeval CLI end to end / bare throughput: {best['skyeval CLI end to end'] / bare:.3f} (target >= 0.9)")
 
 
 def report(label: str, rate: float, ideal: float) -> None:
