@@ -1,7 +1,9 @@
-"""Scoring throughput: skyeval's parallel `env.score(ds)` vs a single-process math-verify loop.
+"""Scoring throughput: skyeval's scoring (the CLI's process pool, and `env.score(ds)` on Ray
+Data) vs a single-process math-verify loop.
 
 MATH-500's reference solutions are repeated to --items items (default 4000) and scored
-both ways in one run: skyeval's Ray Data stage (`Env.score`, every core; Ray start-up,
+three ways in one run: the CLI pipeline's scoring pool (`pipeline.ScorePool`: one worker
+process per core fed in batches; started and warmed up before timing), skyeval's Ray Data stage (`Env.score`, every core; Ray start-up,
 dataset creation and one warm-up pass that imports math-verify in the workers happen
 before timing; the result is materialised with `take_all()`), and a plain loop of
 `math_verify.parse` + `verify` in this process (imported and warmed up before timing).
@@ -42,6 +44,26 @@ def skyeval_rate(env, items: list[dict]) -> tuple[float, float]:
     return len(rows) / elapsed, sum(r["score"] or 0.0 for r in rows) / len(rows)
 
 
+def pool_rate(env, items: list[dict]) -> tuple[float, float]:
+    """(items/s, accuracy) of the CLI's scoring pool (one worker process per core)."""
+    from skyeval.pipeline import ScorePool
+
+    scores: list[float] = []
+    pool = ScorePool(env, lambda row, result: scores.append(result["score"] or 0.0))
+    for item in items[: 64 * pool.workers]:  # warm-up: every worker imports math-verify
+        pool.submit(item)
+    pool.flush()
+    for future in list(pool._pending):
+        future.result()
+    scores.clear()
+    start = time.perf_counter()
+    for item in items:
+        pool.submit(item)
+    pool.close()
+    elapsed = time.perf_counter() - start
+    return len(scores) / elapsed, sum(scores) / len(scores)
+
+
 def math_verify_rate(items: list[dict]) -> tuple[float, float]:
     """(items/s, accuracy) of a single-process `parse` + `verify` loop."""
     from math_verify import parse, verify
@@ -68,17 +90,18 @@ def main() -> None:
     print(f"items: {len(items)} (MATH-500 reference solutions), cores: {os.cpu_count()}, "
           f"load average (1 min) {os.getloadavg()[0]:.2f}")
     for name, workload in (("right answers", items), ("wrong answers", wrong)):
-        base, sky = [], []
+        base, pool, sky = [], [], []
         for _ in range(args.rounds):
             base.append(math_verify_rate(workload))
+            pool.append(pool_rate(env, workload))
             sky.append(skyeval_rate(env, workload))
         base_rate, base_acc = statistics.median(r for r, _ in base), base[0][1]
-        sky_rate, sky_acc = statistics.median(r for r, _ in sky), sky[0][1]
-        rounds = ", ".join(f"{s / b:.2f}" for (s, _), (b, _) in zip(sky, base))
         print(f"[{name}] math-verify loop (1 process): {base_rate:8.1f} items/s  accuracy {base_acc:.4f}")
-        print(f"[{name}] skyeval env.score (Ray Data): {sky_rate:8.1f} items/s  accuracy {sky_acc:.4f}")
-        print(f"[{name}] ratio skyeval / math-verify:  {sky_rate / base_rate:8.2f}x  (rounds: {rounds}; "
-              f"target >= 1.6x on 2 cores)")
+        for label, runs in (("CLI scoring pool", pool), ("env.score (Ray Data)", sky)):
+            rate, acc = statistics.median(r for r, _ in runs), runs[0][1]
+            rounds = ", ".join(f"{s / b:.2f}" for (s, _), (b, _) in zip(runs, base))
+            print(f"[{name}] skyeval {label}: {rate:8.1f} items/s  accuracy {acc:.4f}  "
+                  f"ratio {rate / base_rate:.2f}x (rounds: {rounds}; target >= 1.6x on 2 cores)")
     print(f"load average (1 min) after: {os.getloadavg()[0]:.2f}")
 
 
