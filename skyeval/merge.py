@@ -31,7 +31,7 @@ SHARDS_DIR = "shards"
 FINISHED = ("complete", "complete_with_failures")
 USAGE = "usage: skyeval merge run_dir=PATH: write summary.json of a sharded run from its shards' states"
 _STATE_FILE = re.compile(r"^shard-(\d+)-of-(\d+)\.json$")
-_SHARD_ONLY = ("shard", "metrics_state", "fingerprint", "host", "pid", "started_at", "finished_at")
+_SHARD_ONLY = ("shard", "metrics_state", "fingerprint", "host", "pid", "slurm_job", "started_at", "finished_at")
 _COUNTS = ("problems", "samples", "generated", "scored", "failed", "missing", "resumed")
 
 
@@ -76,7 +76,7 @@ def mark_running(folder: RunFolder, shard: Any, fingerprint: dict[str, Any]) -> 
             path.unlink(missing_ok=True)
     write_json(state_path(folder, shard), {
         "status": "running", "shard": {"index": shard.index, "count": shard.count},
-        "fingerprint": fingerprint, "host": socket.gethostname(), "pid": os.getpid(), "started_at": started})
+        "fingerprint": fingerprint, **_where(), "started_at": started})
     folder.summary.unlink(missing_ok=True)
     return started
 
@@ -87,9 +87,17 @@ def write_state(folder: RunFolder, shard: Any, summary: dict[str, Any], metrics:
     unsharded run's) plus the metrics accumulator's exact state."""
     path = state_path(folder, shard)
     write_json(path, {**summary, "shard": {"index": shard.index, "count": shard.count},
-                      "metrics_state": metrics.state(), "fingerprint": fingerprint, "host": socket.gethostname(),
-                      "pid": os.getpid(), "started_at": started_at, "finished_at": _now()})
+                      "metrics_state": metrics.state(), "fingerprint": fingerprint, **_where(),
+                      "started_at": started_at, "finished_at": _now()})
     return path
+
+
+def _where() -> dict[str, Any]:
+    """Host, pid and, under SLURM, the job id (`scancel` it, find its log)."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if os.environ.get("SLURM_ARRAY_JOB_ID"):
+        job = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ.get('SLURM_ARRAY_TASK_ID')}"
+    return {"host": socket.gethostname(), "pid": os.getpid(), "slurm_job": job}
 
 
 def forget_shards(folder: RunFolder) -> None:
@@ -132,8 +140,9 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
             elif state.get("fingerprint") != fingerprint:
                 problems.append(f"{index} (of another config)")
             elif state.get("status") == "running":
+                job = f", SLURM job {state['slurm_job']}" if state.get("slurm_job") else ""
                 problems.append(f"{index} (running or killed: started {state.get('started_at')} "
-                                f"on {state.get('host')}, pid {state.get('pid')})")
+                                f"on {state.get('host')}, pid {state.get('pid')}{job})")
             elif state.get("status") not in FINISHED:
                 problems.append(f"{index} ({state.get('status')})")
         if problems:
@@ -171,7 +180,8 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "duration_s": round(_seconds(max(s["finished_at"] for s in states))
                             - _seconds(min(s["started_at"] for s in states)), 2),
         "shards": {"count": len(states), "merged_at": _now(),
-                   "jobs": [{"index": s["shard"]["index"], "host": s["host"], "status": s["status"],
+                   "jobs": [{"index": s["shard"]["index"], "host": s["host"], "slurm_job": s.get("slurm_job"),
+                             "status": s["status"],
                              "started_at": s["started_at"], "duration_s": s.get("duration_s"),
                              "counts": s["counts"]} for s in states]},
         "config": config,
