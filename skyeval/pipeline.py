@@ -62,7 +62,12 @@ class Shard:
 
     @property
     def prefix(self) -> str:
+        """Part files of this shard start with it: each shard writes only its own."""
         return f"shard-{self.index:05d}-" if self.active else ""
+
+    @property
+    def name(self) -> str:
+        return f"shard-{self.index:05d}-of-{self.count:05d}"
 
 
 @dataclass
@@ -124,10 +129,11 @@ class _Recorder:
 
     def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: "Progress") -> None:
         self.lock = threading.RLock()
-        self.generations = folder.writer("generations", shard.prefix)
-        self.scores = folder.writer("scores", shard.prefix)
-        self.failures = folder.writer("failures", shard.prefix)
-        self.per_problem = folder.writer("scores", shard.prefix + "per_problem-")
+        self.generations = _writer(folder, "generations", shard.prefix, shard)
+        self.scores = _writer(folder, "scores", shard.prefix, shard)
+        self.failures = _writer(folder, "failures", shard.prefix, shard)
+        # per_problem first: readers tell per-problem rows from score records by that prefix
+        self.per_problem = _writer(folder, "scores", "per_problem-" + shard.prefix, shard)
         self.metrics, self.progress = metrics, progress
         # keys written by this run, as 8-byte hashes: only needed to reconcile with earlier runs' records
         self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
@@ -175,6 +181,22 @@ class _Recorder:
                 self.per_problem.write(row)
             for writer in (self.generations, self.scores, self.failures, self.per_problem):
                 writer.close()
+
+
+def _writer(folder: RunFolder, kind: str, prefix: str, shard: Shard) -> PartWriter:
+    """A part writer; the shards of one folder update its manifest.json in turn."""
+    writer = folder.writer(kind, prefix)
+    if shard.active:
+        from skyeval.merge import waiting_lock
+
+        note = writer.on_close
+
+        def in_turn(path: Path, records: int) -> None:
+            with waiting_lock(folder, "manifest"):
+                note(path, records)
+
+        writer.on_close = in_turn
+    return writer
 
 
 class ScorePool:
@@ -300,10 +322,12 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     shard = shard or Shard()
     n = env.sampling.n
     earlier = _Earlier(folder, stage)
-    old_per_problem = list(folder.dir("scores").glob(f"{shard.prefix}per_problem-part-*.jsonl"))
+    # rewritten from this run's tallies: a shard's own rows, or every row for a whole-folder run
+    old_per_problem = list(folder.dir("scores").glob(f"per_problem-{shard.prefix}part-*.jsonl" if shard.active
+                                                      else "per_problem-*.jsonl"))
     staging = folder.path / "scores.rescoring"  # the `score` stage's new scores, swapped in at the end
     shutil.rmtree(staging, ignore_errors=True)
-    progress = Progress(stage, total=env.limit * n if env.limit is not None else None)
+    progress = Progress(stage, total=env.limit * n // shard.count if env.limit is not None else None)
     outcome = Outcome(metrics=metrics or MetricsAccumulator(n, max_tokens=env.sampling.max_tokens))
     recorder = _Recorder(folder, shard, outcome.metrics, progress)
     recorder.track_keys = not earlier.empty
@@ -323,8 +347,10 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     pool = ScorePool(env, scored, score_workers) if stage != "generate" else None
 
     def bad_row(index: int, err: Exception) -> None:
-        log.warning("row %d of %s is malformed: %s: %s", index, env.name, type(err).__name__, err)
         pid = f"row-{index}"
+        if not shard.owns(pid):
+            return
+        log.warning("row %d of %s is malformed: %s: %s", index, env.name, type(err).__name__, err)
         with recorder.lock:
             outcome.problems += 1
             if not earlier.empty:
@@ -408,7 +434,7 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
 
     if stage == "score" and not outcome.interrupted:
         _replace_scores(folder, staging)
-    _account(earlier, recorder, outcome, KeySet(hashes=members), n, stage)
+    _account(earlier, recorder, outcome, KeySet(hashes=members), n, stage, shard)
     outcome.metrics_summary = outcome.metrics.summary() if stage != "generate" else {}
     recorder.close()
     for path in old_per_problem:
@@ -447,9 +473,11 @@ def _rescore(earlier: _Earlier, problems: dict[str, dict], n: int, stage: str, r
             pool.submit({**problem, **record})
 
 
-def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: KeySet, n: int, stage: str) -> None:
+def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: KeySet, n: int, stage: str,
+             shard: Shard) -> None:
     """Count what earlier runs left for this run's samples, and drop failure records that a
-    later success (or a newer failure of the same sample) superseded."""
+    later success (or a newer failure of the same sample) superseded. A shard rewrites only
+    its own part files: the other shards may be writing theirs right now."""
     fresh = earlier.empty  # nothing earlier to count or supersede: skip the look-up sets
     new_scored = KeySet(hashes=() if fresh else recorder.new_scored)  # 8 bytes a key, sorted
     new_failed = KeySet(hashes=() if fresh else recorder.new_failed)
@@ -482,7 +510,7 @@ def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: 
             if ours(key_of(record)):
                 outcome.resumed += 1
                 recorder.count_failure(record)
-        if dropped:
+        if dropped and path.name.startswith(shard.prefix):
             _rewrite(path, (r for r in read_jsonl(path) if not superseded(r)))
     outcome.failures_by_stage = recorder.failures_by_stage
     outcome.failed = sum(recorder.failures_by_stage.values())

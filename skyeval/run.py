@@ -85,13 +85,16 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if resolved.get("dry_run") and resolved["stage"] != "score":
         return dry_run(resolved)
     shard = pipeline_shard(resolved)
+    if shard.active and resolved["stage"] == "score":
+        raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
+                          "once every shard has finished")
     folder = RunFolder(run_dir)
     with folder.lock(f"shard-{shard.index}" if shard.active else "run"):
         return _execute(resolved, folder, shard)
 
 
 def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
-    from skyeval import pipeline, trackers
+    from skyeval import merge, pipeline, trackers
     from skyeval.logs import setup_logging
     from skyeval.metrics import MetricsAccumulator
     from skyeval.provenance import describe_run
@@ -115,9 +118,9 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
     # checked before any work: a sandbox that can't run fails here, not after generating
     scoring = env.describe_scoring() if stage != "generate" else {}
     trackers.check(resolved)  # a tracker asked for but not installed fails before any work
-    resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
-    folder.config.write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))), encoding="utf-8")
-    log.info("%s %s with %s -> %s%s", stage, env.name, env.model_source, folder.path, " (resuming)" if resumed else "")
+    resumed, started_at = _claim(folder, resolved, shard)
+    log.info("%s %s with %s -> %s%s%s", stage, env.name, env.model_source, folder.path,
+             f" as shard {shard.index} of {shard.count}" if shard.active else "", " (resuming)" if resumed else "")
 
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
@@ -138,12 +141,57 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
     }
     if stage != "generate":
         summary["cost"] = _cost(summary, resolved["model_config"])
-    write_json(folder.summary, summary)
-    trackers.log_run(summary, folder.path, resolved)
-    _report(summary, folder)
+    if shard.active:
+        summary = _finish_shard(folder, shard, summary, outcome, resolved, started_at)
+    else:
+        write_json(folder.summary, summary)
+        merge.forget_shards(folder)
+        trackers.log_run(summary, folder.path, resolved)
+        _report(summary, folder)
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def _claim(folder: RunFolder, resolved: dict[str, Any], shard) -> tuple[bool, str | None]:
+    """Bind the folder to this config and write config.yaml, one shard at a time (the jobs of
+    an array start together). config.yaml describes the whole folder, without the shard
+    section, so that `score run_dir=...` re-scores all of it. Returns (resuming, shard start)."""
+    from skyeval import merge
+
+    whole = {k: v for k, v in resolved.items() if k != "shard"}
+    text = OmegaConf.to_yaml(OmegaConf.create(redact(whole)))
+    if not shard.active:
+        resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
+        folder.config.write_text(text, encoding="utf-8")
+        return resumed, None
+    with merge.waiting_lock(folder, "claim"):
+        resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
+        folder.config.write_text(text, encoding="utf-8")
+        return resumed, merge.mark_running(folder, shard, fingerprint(resolved))
+
+
+def _finish_shard(folder: RunFolder, shard, summary: dict[str, Any], outcome, resolved: dict[str, Any],
+                  started_at: str) -> dict[str, Any]:
+    """A shard writes its state to shards/, not summary.json; the last one to finish merges
+    them. Returns the merged summary then, else the shard's own."""
+    from skyeval import merge
+
+    path = merge.write_state(folder, shard, summary, outcome.metrics, fingerprint(resolved), started_at)
+    counts = summary["counts"]
+    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
+            f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
+    log.info("%s", line)
+    print(line, file=sys.stdout, flush=True)
+    if outcome.interrupted:
+        return summary
+    merged = merge.merge_if_complete(folder)
+    if merged is None:
+        log.info("other shards are not finished: the last one to finish writes summary.json "
+                 "(or run `skyeval merge run_dir=%s`)", folder.path)
+        return summary
+    _report(merged, folder)
+    return merged
 
 
 def dry_run(resolved: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,231 @@
+"""`merge run_dir=PATH`: summary.json of a sharded run, from its shards' metric states.
+
+A run split with `shard.index=I shard.count=N` (a SLURM job array, docs/scaling.md) has
+each shard write `shards/shard-0000I-of-0000N.json` instead of summary.json: its status,
+counts, failures by stage and the exact, mergeable state of its metrics accumulator
+(counts and per-problem tallies, never samples). The last shard to finish merges them;
+`merge` does the same by hand. It reads only these small files, never the generations,
+so it costs the same for a thousand samples or a billion; it is idempotent; and it refuses
+to write a partial headline: missing or unfinished shards are named in one line (exit 2).
+
+    python -m skyeval.cli merge run_dir=outputs/numina_Qwen_QwQ-32B_t0.7_1a2b3c4d
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import socket
+import sys
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from skyeval.errors import ConfigError, RunFolderError
+from skyeval.results import RunFolder, read_json, write_json
+
+SHARDS_DIR = "shards"
+FINISHED = ("complete", "complete_with_failures")
+USAGE = "usage: skyeval merge run_dir=PATH: write summary.json of a sharded run from its shards' states"
+_STATE_FILE = re.compile(r"^shard-(\d+)-of-(\d+)\.json$")
+_SHARD_ONLY = ("shard", "metrics_state", "fingerprint", "host", "pid", "slurm_job", "started_at", "finished_at")
+_COUNTS = ("problems", "samples", "generated", "scored", "failed", "missing", "resumed")
+
+
+class ShardsNotFinishedError(RunFolderError):
+    """Some shards of a sharded run have not written a finished state yet."""
+
+
+def main(argv: list[str]) -> int:
+    """The `merge` command; returns the exit code (0). Raises SkyevalError for bad input."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    run_dirs = [a.split("=", 1)[1] for a in argv if a.startswith("run_dir=")]
+    if len(run_dirs) != 1 or len(argv) != 1:
+        raise ConfigError(f"merge takes exactly one run_dir=PATH, got {' '.join(argv) or 'nothing'}\n{USAGE}")
+    from skyeval.run import _report
+
+    folder = RunFolder(Path(run_dirs[0]).expanduser())
+    summary = merge_run(folder)
+    _report(summary, folder)
+    return 0
+
+
+def state_path(folder: RunFolder, shard: Any) -> Path:
+    return folder.path / SHARDS_DIR / f"{shard.name}.json"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def mark_running(folder: RunFolder, shard: Any, fingerprint: dict[str, Any]) -> str:
+    """Record that `shard` started (a job killed later leaves this, which merge reports as
+    unfinished), drop states of another shard count, and drop summary.json: it stops
+    describing the folder while a shard is at work. Returns the start time."""
+    started = _now()
+    directory = folder.path / SHARDS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in directory.glob("shard-*-of-*.json"):
+        match = _STATE_FILE.match(path.name)
+        if match and int(match[2]) != shard.count:
+            path.unlink(missing_ok=True)
+    write_json(state_path(folder, shard), {
+        "status": "running", "shard": {"index": shard.index, "count": shard.count},
+        "fingerprint": fingerprint, **_where(), "started_at": started})
+    folder.summary.unlink(missing_ok=True)
+    return started
+
+
+def write_state(folder: RunFolder, shard: Any, summary: dict[str, Any], metrics: Any,
+                fingerprint: dict[str, Any], started_at: str) -> Path:
+    """Write a shard's finished (or interrupted) state: its summary (the same fields as an
+    unsharded run's) plus the metrics accumulator's exact state."""
+    path = state_path(folder, shard)
+    write_json(path, {**summary, "shard": {"index": shard.index, "count": shard.count},
+                      "metrics_state": metrics.state(), "fingerprint": fingerprint, **_where(),
+                      "started_at": started_at, "finished_at": _now()})
+    return path
+
+
+def _where() -> dict[str, Any]:
+    """Host, pid and, under SLURM, the job id (`scancel` it, find its log)."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if os.environ.get("SLURM_ARRAY_JOB_ID"):
+        job = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ.get('SLURM_ARRAY_TASK_ID')}"
+    return {"host": socket.gethostname(), "pid": os.getpid(), "slurm_job": job}
+
+
+def forget_shards(folder: RunFolder) -> None:
+    """A whole-folder (unsharded) run supersedes any shard states left in the folder."""
+    directory = folder.path / SHARDS_DIR
+    if directory.is_dir():
+        for path in directory.glob("shard-*-of-*.json"):
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
+
+def merge_if_complete(folder: RunFolder) -> dict[str, Any] | None:
+    """For the shard that just finished: merge when every shard has, else return None
+    (a later shard will). Concurrent callers merge one after the other."""
+    try:
+        return merge_run(folder)
+    except ShardsNotFinishedError:
+        return None
+
+
+def merge_run(folder: RunFolder) -> dict[str, Any]:
+    """Write and return summary.json of a sharded run. Raises ShardsNotFinishedError naming
+    the shards that are missing, running (or killed) or interrupted."""
+    directory = folder.path / SHARDS_DIR
+    if not directory.is_dir():
+        if folder.summary.exists():
+            raise ConfigError(f"{folder.path} is not a sharded run: its summary.json was written by the run itself")
+        raise ConfigError(f"{folder.path} has no {SHARDS_DIR}/ folder: it is not the run folder of a sharded run "
+                          "(shard.count > 1)")
+    with waiting_lock(folder, "merge"):
+        states = _read_states(directory)
+        fingerprint = read_json(folder.run_file)
+        count = _shard_count(folder, states)
+        problems = []
+        for index in range(count):
+            state = states.get((index, count))
+            if state is None:
+                problems.append(f"{index} (missing)")
+            elif state.get("fingerprint") != fingerprint:
+                problems.append(f"{index} (of another config)")
+            elif state.get("status") == "running":
+                job = f", SLURM job {state['slurm_job']}" if state.get("slurm_job") else ""
+                problems.append(f"{index} (running or killed: started {state.get('started_at')} "
+                                f"on {state.get('host')}, pid {state.get('pid')}{job})")
+            elif state.get("status") not in FINISHED:
+                problems.append(f"{index} ({state.get('status')})")
+        if problems:
+            raise ShardsNotFinishedError(
+                f"{folder.path}: {len(problems)} of {count} shards not finished: {'; '.join(problems)}. "
+                "Resubmit them (the same command resumes only the unfinished shards), then merge again")
+        summary = merged_summary([states[(i, count)] for i in range(count)])
+        write_json(folder.summary, summary)
+    from skyeval import trackers
+
+    trackers.log_run(summary, folder.path, summary["config"])
+    return summary
+
+
+def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary from finished shard states, shaped like an unsharded run's."""
+    from skyeval.metrics import MetricsAccumulator
+    from skyeval.run import _cost
+
+    metrics = MetricsAccumulator.from_state(states[0]["metrics_state"])
+    for state in states[1:]:
+        metrics.merge(MetricsAccumulator.from_state(state["metrics_state"]))
+    base = states[0]
+    counts = {k: sum(s["counts"].get(k, 0) for s in states) for k in _COUNTS}
+    by_stage: Counter = Counter()
+    for state in states:
+        by_stage.update(state.get("failures_by_stage") or {})
+    config = {k: v for k, v in base["config"].items() if k != "shard"}
+    summary = {k: v for k, v in base.items() if k not in _SHARD_ONLY}
+    summary.update({
+        "status": "complete_with_failures" if counts["failed"] else "complete",
+        "counts": counts,
+        "failures_by_stage": dict(by_stage),
+        "metrics": metrics.summary() if base["stage"] != "generate" else {},
+        "duration_s": round(_seconds(max(s["finished_at"] for s in states))
+                            - _seconds(min(s["started_at"] for s in states)), 2),
+        "shards": {"count": len(states), "merged_at": _now(),
+                   "jobs": [{"index": s["shard"]["index"], "host": s["host"], "slurm_job": s.get("slurm_job"),
+                             "status": s["status"],
+                             "started_at": s["started_at"], "duration_s": s.get("duration_s"),
+                             "counts": s["counts"]} for s in states]},
+        "config": config,
+    })
+    if base["stage"] != "generate":
+        summary["cost"] = _cost(summary, config["model_config"])
+    return summary
+
+
+def _read_states(directory: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    states = {}
+    for path in directory.glob("shard-*-of-*.json"):
+        match = _STATE_FILE.match(path.name)
+        if match:
+            states[(int(match[1]), int(match[2]))] = read_json(path)
+    return states
+
+
+def _shard_count(folder: RunFolder, states: dict[tuple[int, int], dict[str, Any]]) -> int:
+    counts = sorted({count for _, count in states})
+    if not counts:
+        raise ShardsNotFinishedError(f"{folder.path}: no shard has started yet ({SHARDS_DIR}/ is empty)")
+    if len(counts) > 1:  # a shard clears other counts when it starts: this is a run being re-split
+        raise ShardsNotFinishedError(f"{folder.path}: shard states of different shard counts ({counts}): "
+                                     f"finish the run with one shard.count, then merge again")
+    return counts[0]
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+@contextlib.contextmanager
+def waiting_lock(folder: RunFolder, name: str) -> Iterator[None]:
+    """A blocking `flock` on `.lock-<name>`, for short critical sections that concurrent
+    shards take in turn (claiming the folder, merging)."""
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with (folder.path / f".lock-{name}").open("a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
