@@ -372,11 +372,12 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
             wanted = [] if not earlier.empty else (list(range(n)) if stage != "score" else [])
             for i in range(n) if not earlier.empty else ():
                 key = (pid, i)
-                if key in earlier.generated:
-                    outcome.generated += 1
-                if _done(earlier, key, stage, retry_failures):
+                generated_before, done = key in earlier.generated, _done(earlier, key, stage, retry_failures)
+                outcome.generated += generated_before
+                outcome.resumed += generated_before or done  # an earlier run's work, not repeated
+                if done:
                     continue
-                if key in earlier.generated:
+                if generated_before:
                     rescore[pid] = problem
                 elif stage != "score":
                     wanted.append(i)
@@ -497,7 +498,6 @@ def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: 
     if stage == "evaluate":
         for record in _records(earlier.parts["scores"]):
             if ours(key_of(record)):
-                outcome.resumed += 1
                 with recorder.lock:
                     recorder.metrics.add_score(record)
                     recorder.progress.counts["scored"] += 1
@@ -508,7 +508,6 @@ def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: 
                 dropped = True
                 continue
             if ours(key_of(record)):
-                outcome.resumed += 1
                 recorder.count_failure(record)
         if dropped and path.name.startswith(shard.prefix):
             _rewrite(path, (r for r in read_jsonl(path) if not superseded(r)))

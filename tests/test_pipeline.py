@@ -166,7 +166,7 @@ def test_resume_scores_what_a_crash_left_unscored_and_drops_superseded_failures(
     env = make_env(3, 2, backend)
     outcome = pipeline.run(env, folder, "evaluate", retry_failures=True)
     assert backend.pulled == 1  # only p2's failed sample was generated again
-    assert outcome.scored == 6 and outcome.failed == 0 and outcome.resumed == 1
+    assert outcome.scored == 6 and outcome.failed == 0 and outcome.resumed == 5  # generated before
     keys = sorted((r["id"], r["sample_idx"]) for r in folder.records("scores"))
     assert keys == [(p, i) for p in ("p0", "p1", "p2") for i in range(2)]
     # the retried failure is gone; p9 (outside this run) stays on disk but is not counted
