@@ -483,7 +483,7 @@ class SweepRecorder:
 def _print_sweep(record: Path) -> None:
     import json
 
-    folders = record.read_text(encoding="utf-8").splitlines() if record.exists() else []
+    folders = list(dict.fromkeys(record.read_text(encoding="utf-8").splitlines())) if record.exists() else []  # shards share one
     if len(folders) < 2:
         return
     print(f"sweep: {len(folders)} runs")

@@ -230,7 +230,8 @@ def read_json(path: Path) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(".tmp")
+    """Write JSON atomically (a temp file of this process, renamed into place)."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 

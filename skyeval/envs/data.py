@@ -137,7 +137,13 @@ def load_hub(hf_id: str, split: str, subset: str | None = None) -> "datasets.Dat
         from skyeval.errors import MissingDependencyError
 
         raise MissingDependencyError("loading from the hub needs `pip install datasets`") from err
-    return datasets.load_dataset(hf_id, subset, split=split)
+    try:
+        return datasets.load_dataset(hf_id, subset, split=split)
+    except ConnectionError as err:  # offline, or the hub is down: the user can point to a local copy
+        from skyeval.errors import DataNotFoundError
+
+        raise DataNotFoundError(f"cannot load {hf_id!r} from the Hugging Face hub ({err}); offline? set "
+                                f"SKYEVAL_DATA_DIR or data_dir= to a folder with a local copy (docs/benchmarks.md)") from None
 
 
 def read_hub(hf_id: str, split: str, subset: str | None = None) -> Iterator[dict[str, Any]]:
