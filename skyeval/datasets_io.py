@@ -30,6 +30,7 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from skyeval.envs.data import RowSlice, RowSource, load_hub, read_slice
 from skyeval.errors import ConfigError
+from skyeval.results import jsonable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -234,7 +235,7 @@ class RunFolderSink(Datasink):
                     if folder not in handles:
                         handles[folder] = open(self.path / folder / f"part-{ctx.task_idx:05d}.jsonl", "w", encoding="utf-8")
                     handles[folder].writelines(
-                        json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n" for row in table.to_pylist())
+                        json.dumps(row, ensure_ascii=False, default=jsonable) + "\n" for row in table.to_pylist())
         finally:
             for handle in handles.values():
                 handle.flush()
@@ -275,13 +276,6 @@ def split_rows(table: "pa.Table") -> dict[str, "pa.Table"]:
     return out
 
 
-def _jsonable(value: Any) -> Any:
-    """numpy scalars/arrays and other objects in Ray rows as JSON values."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
 
 
 def check_empty(path: Path) -> None:

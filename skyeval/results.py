@@ -140,7 +140,7 @@ class PartWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._fh is None or self._fh.tell() >= self.max_bytes:
             self._rotate()
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")
+        self._fh.write(json.dumps(record, ensure_ascii=False, default=jsonable) + "\n")
         self._fh.flush()
         self._records += 1
         self.written += 1
@@ -232,7 +232,7 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically (a temp file of this process, renamed into place)."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=jsonable) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -243,7 +243,7 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl"
         tmp = path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
+                fh.write(json.dumps(row, ensure_ascii=False, default=jsonable) + "\n")
         os.replace(tmp, path)
     elif format == "json":
         write_json(path, list(rows))
@@ -275,7 +275,7 @@ def _part_order(path: Path) -> tuple[str, int]:
     return (path.name.rsplit("part-", 1)[0], _seq(path))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """numpy scalars/arrays (from Ray Data rows) and other objects as JSON values."""
     if hasattr(value, "tolist"):
         return value.tolist()

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from skyeval.errors import DataNotFoundError
 from skyeval.metrics import CORRECT
-from skyeval.results import iter_records
+from skyeval.results import iter_records, read_jsonl
 
 DASH = "—"
 
@@ -124,12 +124,7 @@ def outcomes(run_dir: str | os.PathLike) -> dict[tuple[str, int], Outcome]:
 
 def iter_per_problem(run_dir: str | os.PathLike) -> Iterator[dict[str, Any]]:
     for path in sorted((Path(run_dir) / "scores").glob("per_problem*.jsonl")):
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+        yield from read_jsonl(path)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
