@@ -39,7 +39,7 @@ def test_slurm_launcher_extends_submitit_with_knobs():
     cfg = composed("+env=aime24", "hydra/launcher=slurm", "hydra.launcher.partition=gpu", hydra=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher")
-    assert launcher.partition == "gpu" and launcher.gpus_per_node == 1 and list(launcher.setup) == []
+    assert launcher.partition == "gpu" and launcher.gpus_per_node == 0 and list(launcher.setup) == []
     assert launcher.timeout_min == 240 and launcher.max_num_timeout == 3
 
 
