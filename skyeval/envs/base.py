@@ -278,7 +278,7 @@ class Env:
         from skyeval.datasets_io import RunFolderSink, check_empty, check_format
 
         check_format(format)
-        path = Path(path)
+        path = Path(path).resolve()  # Ray workers write it, from another working directory
         check_empty(path)
         ds.write_datasink(RunFolderSink(path, format))
         return path

@@ -112,7 +112,8 @@ def test_cli_evaluates_gsm8k_against_vllm_serve(server, tiny_model, tmp_path, da
     summary = load_summary(run_dir)
     failures = read_jsonl(run_dir / "failures")
     assert failures == []
-    assert summary["counts"] == {"problems": 4, "samples": 8, "generated": 8, "scored": 8, "failed": 0, "resumed": 0}
+    assert summary["counts"] == {"problems": 4, "samples": 8, "generated": 8, "scored": 8, "failed": 0, "missing": 0,
+                                 "resumed": 0}
     assert summary["backend"]["backend"] == "openai" and "pass@k" in summary["metrics"]
     generations = read_jsonl(run_dir / "generations")
     assert all(g["usage"]["completion_tokens"] > 0 and isinstance(g["generation"], str) for g in generations)
