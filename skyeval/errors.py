@@ -27,3 +27,8 @@ class EndpointError(SkyevalError, ConnectionError):
 
 class RunFolderError(SkyevalError):
     """A run folder belongs to another config, or another process is writing it."""
+
+
+class ClusterError(SkyevalError):
+    """A node or worker of the cluster was lost mid-run: what finished is saved, and
+    re-running the same command resumes the rest."""

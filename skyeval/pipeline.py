@@ -28,15 +28,14 @@ from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
 from skyeval.envs.base import Env, RowScorer
+from skyeval.errors import ClusterError
 from skyeval.metrics import MetricsAccumulator
+from skyeval.records import GENERATE_STAGES, WorkerSink, failure, generated, scored, shared_writer
 from skyeval.results import KeySet, PartWriter, RunFolder, key_hash, key_of, read_jsonl
 
 log = logging.getLogger("skyeval")
 
 STAGES = ("evaluate", "generate", "score")
-GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
-# Score records stay small: the texts are in generations/ (and the dataset), joined by key.
-_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error")
 SCORE_BATCH = 32  # samples per task sent to a scoring worker
 
 
@@ -83,6 +82,7 @@ class Outcome:
     resumed: int = 0
     failures_by_stage: Counter = field(default_factory=Counter)
     interrupted: bool = False
+    lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
     metrics_summary: dict[str, Any] = field(default_factory=dict)
 
     def summary(self, stage: str) -> dict[str, Any]:
@@ -91,18 +91,13 @@ class Outcome:
         status = "interrupted" if self.interrupted else ("complete_with_failures" if self.failed else "complete")
         return {
             "status": status,
+            **({"stopped_by": str(self.lost)} if self.lost else {}),
             "counts": {"problems": self.problems, "samples": self.samples, "generated": self.generated,
                        "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
                        "resumed": self.resumed},
             "failures_by_stage": dict(self.failures_by_stage),
             "metrics": self.metrics_summary,
         }
-
-
-def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, message: str, **retry: Any) -> dict[str, Any]:
-    """A failure record: where it failed, why, and the input needed to retry it."""
-    return {"id": problem_id, "sample_idx": sample_idx, "stage": stage, "error_type": error_type,
-            "message": message[:2000], **retry}
 
 
 class _Earlier:
@@ -125,40 +120,46 @@ class _Earlier:
 
 class _Recorder:
     """The one place records are written and counted (thread-safe: the backend may pull
-    requests, and scoring results arrive, on other threads)."""
+    requests, and scoring results arrive, on other threads). `write=False` counts a record
+    a cluster worker wrote."""
 
-    def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: "Progress") -> None:
+    def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: "Progress",
+                 shared: bool) -> None:
         self.lock = threading.RLock()
-        self.generations = _writer(folder, "generations", shard.prefix, shard)
-        self.scores = _writer(folder, "scores", shard.prefix, shard)
-        self.failures = _writer(folder, "failures", shard.prefix, shard)
+        writer = shared_writer if shared else RunFolder.writer  # shared: shards or cluster workers write too
+        self.generations = writer(folder, "generations", shard.prefix)
+        self.scores = writer(folder, "scores", shard.prefix)
+        self.failures = writer(folder, "failures", shard.prefix)
         # per_problem first: readers tell per-problem rows from score records by that prefix
-        self.per_problem = _writer(folder, "scores", "per_problem-" + shard.prefix, shard)
+        self.per_problem = writer(folder, "scores", "per_problem-" + shard.prefix)
         self.metrics, self.progress = metrics, progress
         # keys written by this run, as 8-byte hashes: only needed to reconcile with earlier runs' records
         self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
         self.track_keys = True
         self.failures_by_stage: Counter = Counter()
 
-    def generation(self, record: dict[str, Any]) -> None:
+    def generation(self, record: dict[str, Any], write: bool = True) -> None:
         with self.lock:
-            self.generations.write(record)
+            if write:
+                self.generations.write(record)
             if self.track_keys:
                 self.new_generated.append(key_hash(key_of(record)))
             self.progress.update(generated=1)
 
-    def score(self, record: dict[str, Any]) -> None:
+    def score(self, record: dict[str, Any], write: bool = True) -> None:
         with self.lock:
-            self.scores.write(record)
+            if write:
+                self.scores.write(record)
             if self.track_keys:
                 self.new_scored.append(key_hash(key_of(record)))
             self.metrics.add_score(record)
             self._drain()
             self.progress.update(scored=1)
 
-    def failure(self, record: dict[str, Any]) -> None:
+    def failure(self, record: dict[str, Any], write: bool = True) -> None:
         with self.lock:
-            self.failures.write(record)
+            if write:
+                self.failures.write(record)
             if self.track_keys:
                 self.new_failed.append(key_hash(key_of(record)))
             self.count_failure(record)
@@ -181,22 +182,6 @@ class _Recorder:
                 self.per_problem.write(row)
             for writer in (self.generations, self.scores, self.failures, self.per_problem):
                 writer.close()
-
-
-def _writer(folder: RunFolder, kind: str, prefix: str, shard: Shard) -> PartWriter:
-    """A part writer; the shards of one folder update its manifest.json in turn."""
-    writer = folder.writer(kind, prefix)
-    if shard.active:
-        from skyeval.merge import waiting_lock
-
-        note = writer.on_close
-
-        def in_turn(path: Path, records: int) -> None:
-            with waiting_lock(folder, "manifest"):
-                note(path, records)
-
-        writer.on_close = in_turn
-    return writer
 
 
 class ScorePool:
@@ -329,7 +314,9 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     shutil.rmtree(staging, ignore_errors=True)
     progress = Progress(stage, total=env.limit * n // shard.count if env.limit is not None else None)
     outcome = Outcome(metrics=metrics or MetricsAccumulator(n, max_tokens=env.sampling.max_tokens))
-    recorder = _Recorder(folder, shard, outcome.metrics, progress)
+    # a cluster backend (ray) writes and scores on its workers; the driver counts their notes
+    on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
+    recorder = _Recorder(folder, shard, outcome.metrics, progress, shared=shard.active or on_workers)
     recorder.track_keys = not earlier.empty
     if stage == "score":
         recorder.scores = PartWriter(staging, shard.prefix + "part")
@@ -337,14 +324,13 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
     in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
     rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
 
-    def scored(row: dict[str, Any], result: dict[str, Any]) -> None:
-        if result.get("score_error"):
-            recorder.failure(failure(row["id"], row["sample_idx"], "score", "ScorerError", result["score_error"]))
-        else:
-            keep = {k: v for k, v in row.items() if k not in _NOT_IN_SCORES}
-            recorder.score({**keep, **{k: v for k, v in result.items() if k != "score_error"}})
+    def record(kind: str, record: dict[str, Any], write: bool = True) -> None:
+        getattr(recorder, {"generations": "generation", "scores": "score", "failures": "failure"}[kind])(record, write)
 
-    pool = ScorePool(env, scored, score_workers) if stage != "generate" else None
+    def score_pool() -> ScorePool:
+        return ScorePool(env, lambda row, result: record(*scored(row, result)), score_workers)
+
+    pool = score_pool() if stage != "generate" and not on_workers else None
 
     def bad_row(index: int, err: Exception) -> None:
         pid = f"row-{index}"
@@ -390,22 +376,22 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
                 for i in wanted:
                     recorder.failure(failure(pid, i, "template", type(err).__name__, str(err)))
                 continue
-            with recorder.lock:
-                in_flight[pid] = [templated, len(wanted)]
+            if on_workers:
+                request.problem = templated
+            else:
+                with recorder.lock:
+                    in_flight[pid] = [templated, len(wanted)]
             yield request
 
-    def generated(result: GenerationResult) -> None:
+    def on_result(result: GenerationResult) -> None:
         entry = in_flight.get(result.id)
-        prompt = entry[0].get("prompt") if entry else None
+        kind, rec = generated(result, entry[0].get("prompt") if entry else None)
+        record(kind, rec)
         if result.ok:
-            record = {k: v for k, v in result.to_dict().items() if k not in ("error", "error_type")}
-            recorder.generation({**record, "prompt": prompt})
             outcome.generated += 1
             if pool is not None and entry is not None:
-                pool.submit({**entry[0], **record})
+                pool.submit({**entry[0], **{k: v for k, v in rec.items() if k != "prompt"}})
         else:
-            recorder.failure(failure(result.id, result.sample_idx, "generate", result.error_type or "Error",
-                                     result.error or "", prompt=prompt))
             log.warning("sample %s#%d failed: %s: %s", result.id, result.sample_idx, result.error_type, result.error)
         if entry is not None:
             entry[1] -= 1
@@ -417,17 +403,33 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
         if stage == "score":
             for _ in requests():  # nothing to generate: this walks the problems
                 pass
+        elif on_workers:
+            sink = WorkerSink(str(folder.path), shard.prefix, env if stage == "evaluate" else None)
+            try:
+                for note in env.backend.generate_recorded(requests(), env.sampling, sink):
+                    kind = note.pop("kind")
+                    record(kind, note, write=False)
+                    outcome.generated += kind == "generations"
+                    if kind == "failures" and note["stage"] == "generate":
+                        log.warning("sample %s#%d failed: %s: %s", note["id"], note["sample_idx"],
+                                    note["error_type"], note["message"])
+            finally:
+                env.backend.close()
         else:
             try:
                 for result in env.backend.generate(requests(), env.sampling):
-                    generated(result)
+                    on_result(result)
             finally:
                 env.backend.close()
-        if pool is not None and rescore:
+        if rescore and stage != "generate":
+            pool = pool or score_pool()
             _rescore(earlier, rescore, n, stage, retry_failures, pool)
     except KeyboardInterrupt:
         outcome.interrupted = True
         log.warning("interrupted: finished samples are saved; re-run the same command to resume")
+    except ClusterError as err:
+        outcome.interrupted, outcome.lost = True, err
+        log.error("%s", err)
     finally:
         if pool is not None:
             pool.close(cancel=outcome.interrupted)

@@ -140,7 +140,7 @@ class PartWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._fh is None or self._fh.tell() >= self.max_bytes:
             self._rotate()
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=jsonable) + "\n")
+        self._fh.write(dumps(record) + "\n")
         self._fh.flush()
         self._records += 1
         self.written += 1
@@ -243,7 +243,7 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl"
         tmp = path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, default=jsonable) + "\n")
+                fh.write(dumps(row) + "\n")
         os.replace(tmp, path)
     elif format == "json":
         write_json(path, list(rows))
@@ -273,6 +273,11 @@ def _part_order(path: Path) -> tuple[str, int]:
     if "part-" not in path.name:
         return ("", -1)
     return (path.name.rsplit("part-", 1)[0], _seq(path))
+
+
+def dumps(record: Any) -> str:
+    """A record as one JSON line (numpy values and other objects made JSON values)."""
+    return json.dumps(record, ensure_ascii=False, default=jsonable)
 
 
 def jsonable(value: Any) -> Any:

@@ -148,6 +148,8 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
         merge.forget_shards(folder)
         trackers.log_run(summary, folder.path, resolved)
         _report(summary, folder)
+    if outcome.lost is not None:
+        raise outcome.lost
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary

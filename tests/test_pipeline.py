@@ -132,8 +132,8 @@ def test_driver_holds_a_window_of_problems_not_the_run(tmp_path):
     held = []
     original = pipeline._Recorder.score
 
-    def spy(self, record):
-        original(self, record)
+    def spy(self, record, write=True):
+        original(self, record, write)
         held.append(self.metrics.held)
 
     pipeline._Recorder.score = spy

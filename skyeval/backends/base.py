@@ -140,6 +140,7 @@ class GenerationRequest:
     prompt: Prompt
     sample_indices: list[int]
     reference: str | None = None  # gold generation, used by the reference backend only
+    problem: dict[str, Any] | None = None  # the templated problem, for backends that score on their workers
 
 
 @dataclass
@@ -185,7 +186,12 @@ def error_result(request_id: str, sample_idx: int, exc: BaseException | str, err
 
 
 class Backend(Protocol):
-    """What the pipeline calls. `describe()` goes into summary.json (no secrets)."""
+    """What the pipeline calls. `describe()` goes into summary.json (no secrets).
+
+    A backend that runs on a cluster may also define `generate_recorded(requests,
+    sampling, sink)`: it hands each result to `sink` (`skyeval.records.WorkerSink`,
+    opened once per worker) where it was generated, and yields the notes the sink returns.
+    The pipeline then writes and scores nothing itself."""
 
     def generate(
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams

@@ -11,7 +11,10 @@ only that segment's requests; the stream is never materialised. Workers render p
 to token ids with `skyeval.backends.vllm.render_prompt` (the same tokens as the vLLM
 backend), one row per wanted sample with its own seed, and after the engine split
 reasoning from the answer and count its tokens; Ray's chat-template, tokenize and
-detokenize stages are off. The driver only turns output rows into results.
+detokenize stages are off. With `generate_recorded` (what the pipeline uses) a last stage
+of `num_replicas` actors (`_Record`, asking for no CPU) writes each result to its own part
+files in the shared run folder and scores it there: the driver receives notes (score and
+failure records without texts), not generations.
 
 Trade-off: Ray Data starts a processor's replicas per dataset, so each segment starts
 them anew (30 s to minutes): keep segments large on real runs (the default is 256
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from skyeval import reasoning
 from skyeval.backends.base import (
@@ -47,13 +52,22 @@ from skyeval.backends.vllm import (
     sampling_kwargs,
     vllm_version,
 )
-from skyeval.errors import ConfigError
+from skyeval.errors import ClusterError, ConfigError
+from skyeval.results import dumps
+
+if TYPE_CHECKING:
+    from skyeval.records import WorkerSink
 
 log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ["id", "sample_idx", "seed", "generation", "reasoning", "finish_reason", "prompt_tokens",
                   "completion_tokens", "reasoning_tokens", "error", "error_type"]
 SEGMENT_BATCHES = 256  # samples per segment: this many batches per replica
+# Ray CPUs a writer asks for. None: a 2-CPU node then fits a CPU replica and the render or
+# finish task (1 CPU each, fused with Ray's own pre/post-processing) beside the writers; a
+# writer asking for one would leave that task waiting forever. Writers score on the CPUs
+# that the engines leave free.
+WRITER_CPUS = 0
 
 
 @dataclass
@@ -106,15 +120,29 @@ class RayBackend:
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams
     ) -> Iterator[GenerationResult]:
         """Yield one result per (request id, sample index), as output blocks arrive."""
+        for row in self._rows(requests, sampling, None):
+            yield _to_result(row)
+
+    def generate_recorded(
+        self, requests: Iterable[GenerationRequest], sampling: SamplingParams, sink: WorkerSink
+    ) -> Iterator[dict[str, Any]]:
+        """Hand each result to `sink` on the workers; yield the notes it returns."""
+        for row in self._rows(requests, sampling, sink):
+            yield json.loads(row["note"])
+
+    def _rows(self, requests: Iterable[GenerationRequest], sampling: SamplingParams,
+              sink: WorkerSink | None) -> Iterator[dict[str, Any]]:
         from skyeval.ray_session import ensure_ray
 
         ensure_ray(self.config.ray_address)
         self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
-        for segment in _segments(iter(requests), self.window()):
-            yield from self._run(segment, sampling)
+        for segment in _segments(iter(requests), self.window(), with_problem=sink is not None):
+            yield from self._run(segment, sampling, sink)
 
-    def _run(self, segment: list[dict[str, Any]], sampling: SamplingParams) -> Iterator[GenerationResult]:
-        """Results of one segment of requests through fresh replicas."""
+    def _run(self, segment: list[dict[str, Any]], sampling: SamplingParams,
+             sink: WorkerSink | None) -> Iterator[dict[str, Any]]:
+        """Output rows of one segment of requests through fresh replicas: results, or the
+        sink's notes."""
         import ray.data
         from ray.data.llm import build_processor
 
@@ -124,8 +152,16 @@ class RayBackend:
         dataset = dataset.map_batches(_Render(config, sampling.to_dict()), batch_size=None, batch_format="pyarrow")
         dataset = build_processor(self.processor_config())(dataset)
         dataset = dataset.map_batches(_Finish(config, sampling.max_tokens), batch_size=None, batch_format="pyarrow")
-        for row in dataset.select_columns(RESULT_COLUMNS).iter_rows():
-            yield _to_result(row)
+        if sink is not None:
+            dataset = _recorded(dataset, sink, self.scaling.num_replicas)
+        else:
+            dataset = dataset.select_columns(RESULT_COLUMNS)
+        try:
+            yield from dataset.iter_rows()
+        except _lost_errors() as err:
+            raise ClusterError(f"a Ray node or worker was lost mid-run ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0]}); finished samples are saved: re-run the same command "
+                               "to resume (scaling.num_replicas may change)") from err
 
     def processor_config(self) -> Any:
         """The `vLLMEngineProcessorConfig` for this backend."""
@@ -144,7 +180,7 @@ class RayBackend:
                 **config.engine_kwargs,
             },
             batch_size=scaling.batch_size,
-            concurrency=scaling.num_replicas,
+            concurrency=(scaling.num_replicas, scaling.num_replicas),  # an int n is an autoscaling 1..n pool
             accelerator_type=None if config.use_cpu else scaling.accelerator_type,
             placement_group_config=placement,
             should_continue_on_error=True,
@@ -174,14 +210,39 @@ class RayBackend:
         """Nothing to release: replicas end with each segment; the Ray session is shared."""
 
 
-def _segments(source: Iterator[GenerationRequest], samples: int) -> Iterator[list[dict[str, Any]]]:
-    """The requests as rows (the prompt JSON-encoded: text and chat prompts share a
-    column), in lists of about `samples` samples; the next list is read only when asked."""
+def _recorded(dataset: Any, sink: WorkerSink, writers: int) -> Any:
+    """The results through `writers` `_Record` actors. No restarts: a writer that died
+    mid-block wrote part of it, and a retry would write those samples twice; the run stops
+    instead, and resuming finds what was written."""
+    import ray.data
+
+    with warnings.catch_warnings():  # Ray 2.60 names no parameter for max_restarts yet
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
+        return dataset.map_batches(_Record, fn_constructor_args=(sink,), batch_size=None, batch_format="pyarrow",
+                                   num_cpus=WRITER_CPUS,
+                                   compute=ray.data.ActorPoolStrategy(size=writers), max_restarts=0)
+
+
+def _lost_errors() -> tuple[type[Exception], ...]:
+    """Ray's errors for a node, worker or object lost (not an error of our own code)."""
+    from ray import exceptions
+
+    return (exceptions.RayActorError, exceptions.NodeDiedError, exceptions.ObjectLostError,
+            exceptions.WorkerCrashedError)
+
+
+def _segments(source: Iterator[GenerationRequest], samples: int,
+              with_problem: bool = False) -> Iterator[list[dict[str, Any]]]:
+    """The requests as rows (the prompt, and the templated problem `with_problem`,
+    JSON-encoded: text and chat prompts share a column), in lists of about `samples`
+    samples; the next list is read only when asked."""
     segment: list[dict[str, Any]] = []
     size = 0
     for request in source:
-        segment.append({"id": request.id, "prompt": json.dumps(request.prompt),
-                        "sample_indices": list(request.sample_indices)})
+        row = {"id": request.id, "prompt": json.dumps(request.prompt), "sample_indices": list(request.sample_indices)}
+        if with_problem:
+            row["problem"] = dumps(request.problem)
+        segment.append(row)
         size += len(request.sample_indices)
         if size >= samples:
             yield segment
@@ -215,7 +276,8 @@ class _Render:
                 if error:
                     params["max_tokens"] = 1
                 rows.append({"id": request["id"], "sample_idx": idx, "seed": seed, "opened": opened,
-                             "render_error": error, "tokenized_prompt": tokens, "sampling_params": params})
+                             "render_error": error, "tokenized_prompt": tokens, "sampling_params": params,
+                             **({"problem": request["problem"]} if "problem" in request else {})})
         return pyarrow.Table.from_pylist(rows)
 
 
@@ -250,7 +312,31 @@ class _Finish:
                     reasoning_tokens=reasoning_tokens(tokenizer, token_ids, thought, answer, config.think_tags),
                 )
             rows.append({k: out.get(k) for k in RESULT_COLUMNS})
+            if "problem" in row:
+                rows[-1]["problem"] = row["problem"]
         return pyarrow.Table.from_pylist(rows)
+
+
+class _Record:
+    """Worker stage (an actor): a `WorkerSink` opened once, fed the results; returns its
+    notes, one JSON string per row."""
+
+    def __init__(self, sink: WorkerSink) -> None:
+        import ray
+
+        self.writer = sink.open(f"{ray.get_runtime_context().get_node_id()[:8]}-{os.getpid()}")
+
+    def __call__(self, table: Any) -> Any:
+        import pyarrow
+
+        notes = []
+        for row in table.to_pylist():
+            notes.extend(self.writer.write(_to_result(row), json.loads(row["problem"])))
+        return pyarrow.table({"note": [dumps(note) for note in notes]})
+
+    def __del__(self) -> None:  # Ray Data calls it when the pool shuts down gracefully
+        if hasattr(self, "writer"):
+            self.writer.close()
 
 
 def _to_result(row: dict[str, Any]) -> GenerationResult:

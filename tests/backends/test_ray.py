@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,13 @@ from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConf
 from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig
 from skyeval.backends.vllm import load_tokenizer, render_prompt
 from skyeval.errors import ConfigError
+from skyeval.results import RunFolder, iter_records, key_of
 
+from ..conftest import run_cli
 from .conftest import CPU_ENGINE_KWARGS
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf"
 SYSTEM = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"}]
 
 
@@ -29,7 +33,9 @@ def test_replicas_batch_size_and_accelerator_come_from_scaling():
     assert isinstance(config, RayConfig)
     backend = config.build(ScalingConfig(**cfg.scaling))
     processor = backend.processor_config()
-    assert (processor.concurrency, processor.batch_size, processor.accelerator_type) == (3, cfg.scaling.batch_size, "L40S")
+    # a fixed pool of 3 (an int would let Ray start 1 and scale up to 3)
+    assert processor.get_concurrency() == {"min_size": 3, "max_size": 3}
+    assert (processor.batch_size, processor.accelerator_type) == (cfg.scaling.batch_size, "L40S")
     assert backend.window() == SEGMENT_BATCHES * cfg.scaling.batch_size * 3
     assert backend.describe()["num_replicas"] == 3
 
@@ -39,7 +45,7 @@ def test_processor_config_cpu_and_gpu():
                      ScalingConfig(num_replicas=2, batch_size=8)).processor_config()
     (bundle,) = cpu.placement_group_config["bundles"]
     assert bundle["CPU"] == 1 and not bundle.get("GPU") and cpu.accelerator_type is None
-    assert cpu.concurrency == 2 and cpu.batch_size == 8 and cpu.should_continue_on_error
+    assert cpu.concurrency == (2, 2) and cpu.batch_size == 8 and cpu.should_continue_on_error
     assert cpu.engine_kwargs["max_model_len"] == 64 and cpu.engine_kwargs["dtype"] == "float32"
     assert cpu.engine_kwargs["disable_log_stats"]  # needed for error rows, see RayBackend
     gpu = RayBackend(RayConfig(model="/m", tensor_parallel_size=2),
@@ -117,3 +123,22 @@ def test_gpu_replicas(tiny_model, ray_session):
     requests = (GenerationRequest(str(i), SYSTEM, [0, 1]) for i in range(4 * replicas))
     results = list(backend.generate(requests, SamplingParams(n=2, temperature=1.0, max_tokens=8)))
     assert len(results) == 8 * replicas and all(r.ok for r in results)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_a_cli_run_on_one_small_node_writes_and_scores_on_its_writer(tiny_model, tmp_path):
+    """The CLI's Ray path on a private local Ray of this machine's cores (2 on CI): the
+    writer asks for no CPU, so a CPU replica and the render/finish tasks still fit beside it."""
+    kwargs = ", ".join(f"{k}: {json.dumps(v)}" for k, v in CPU_ENGINE_KWARGS.items())
+    run_cli("evaluate", "+env=gsm8k", "env.limit=12", "model_config=ray", f"model_config.model_source={tiny_model}",
+            "model_config.ray_address=local", "model_config.use_cpu=true", f"+model_config.engine_kwargs={{{kwargs}}}",
+            "sampling_params.max_tokens=8", "scaling.batch_size=4", f"logging.results_dir={tmp_path}", cwd=REPO,
+            env={"PYTHONPATH": str(REPO)}, timeout=600)
+    (folder,) = tmp_path.iterdir()
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "complete" and summary["counts"]["scored"] == 12
+    for kind in ("generations", "scores"):
+        parts = [p.name for p in RunFolder(folder).parts(kind) if not p.name.startswith("per_problem")]
+        assert parts and all(name.startswith("w") for name in parts)  # the writer's, not the driver's
+    assert len({key_of(r) for r in iter_records(folder, "scores")}) == 12

@@ -1,0 +1,108 @@
+"""The records of one sample, built the same way on the driver (`skyeval.pipeline`) and on
+a cluster's workers (`WorkerSink`: the Ray backend writes and scores where it generates).
+
+A generation record is the result with its prompt. A score record leaves the texts out
+(they are in generations/ and the dataset, joined by key). A failure record says where
+the sample failed, why, and holds the input needed to retry it.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from skyeval.backends.base import GenerationResult
+from skyeval.envs.base import Env, RowScorer
+from skyeval.errors import RunFolderError
+from skyeval.results import KINDS, PartWriter, RunFolder
+
+GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
+_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error")
+
+
+def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, message: str, **retry: Any) -> dict[str, Any]:
+    """A failure record: where it failed, why, and the input needed to retry it."""
+    return {"id": problem_id, "sample_idx": sample_idx, "stage": stage, "error_type": error_type,
+            "message": message[:2000], **retry}
+
+
+def generated(result: GenerationResult, prompt: Any) -> tuple[str, dict[str, Any]]:
+    """("generations", record) for a generated sample, ("failures", record) for a failed one."""
+    if result.ok:
+        record = {k: v for k, v in result.to_dict().items() if k not in ("error", "error_type")}
+        return "generations", {**record, "prompt": prompt}
+    return "failures", failure(result.id, result.sample_idx, "generate", result.error_type or "Error",
+                               result.error or "", prompt=prompt)
+
+
+def scored(row: dict[str, Any], outcome: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """("scores", record) for a scored row (`RowScorer.outcome`), ("failures", record) when
+    it could not be scored."""
+    if outcome.get("score_error"):
+        return "failures", failure(row["id"], row["sample_idx"], "score", "ScorerError", outcome["score_error"])
+    keep = {k: v for k, v in row.items() if k not in _NOT_IN_SCORES}
+    return "scores", {**keep, **{k: v for k, v in outcome.items() if k != "score_error"}}
+
+
+def shared_writer(folder: RunFolder, kind: str, prefix: str) -> PartWriter:
+    """A part writer for a folder other processes write at the same time (shards, cluster
+    workers): they update its manifest.json in turn."""
+    from skyeval.merge import waiting_lock
+
+    writer = folder.writer(kind, prefix)
+    note = writer.on_close
+
+    def in_turn(path: Any, records: int) -> None:
+        with waiting_lock(folder, "manifest"):
+            note(path, records)
+
+    writer.on_close = in_turn
+    return writer
+
+
+@dataclass
+class WorkerSink:
+    """What a cluster worker does with each result: write its generation, score it when
+    `env` is set (`evaluate`), and write the score or failure, all to part files of its own
+    (`<prefix>w<worker>-part-NNNNN.jsonl`) in the shared run folder. The driver gets
+    back notes: the score and failure records without texts, and the keys generated."""
+
+    folder: str
+    prefix: str = ""
+    env: Env | None = None
+
+    def open(self, worker: str) -> "SampleWriter":
+        """Start writing in this process; `worker` names it uniquely (node and pid)."""
+        return SampleWriter(self, worker)
+
+
+class SampleWriter:
+    """A `WorkerSink` opened in one worker process."""
+
+    def __init__(self, sink: WorkerSink, worker: str) -> None:
+        folder = RunFolder(sink.folder)
+        if not folder.run_file.exists():
+            raise RunFolderError(f"run folder {folder.path} is not visible on {socket.gethostname()}: every "
+                                 "Ray node must see logging.results_dir at the same path (a shared filesystem)")
+        self.writers = {kind: shared_writer(folder, kind, f"{sink.prefix}w{worker}-") for kind in KINDS}
+        self.scorer = RowScorer(sink.env) if sink.env is not None else None
+
+    def write(self, result: GenerationResult, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        """Record one result; returns its notes for the driver."""
+        kind, record = generated(result, problem.get("prompt"))
+        self.writers[kind].write(record)
+        if kind == "failures":
+            return [{"kind": kind, **{k: v for k, v in record.items() if k != "prompt"}}]
+        notes = [{"kind": kind, "id": result.id, "sample_idx": result.sample_idx}]
+        if self.scorer is not None:
+            row = {**problem, **{k: v for k, v in record.items() if k != "prompt"}}
+            kind, record = scored(row, self.scorer.outcome(row))
+            self.writers[kind].write(record)
+            notes.append({"kind": kind, **record})
+        return notes
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
