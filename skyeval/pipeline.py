@@ -3,8 +3,10 @@
 Problems are read lazily and handed to the backend as a generator; each result is written
 to a part file as it completes and, for `evaluate`, scored on a pool of worker processes
 while generation goes on (a bounded queue: a slow scorer holds generation back only once
-the queue is full). Metrics accumulate incrementally. Memory is O(in-flight window), never
-O(samples): resume looks up 8-byte key hashes, not records.
+the queue is full). A cluster backend (ray: `generate_recorded`) writes and scores on its
+workers instead (`skyeval.records.WorkerSink`), and the driver counts the notes they send
+back. Metrics accumulate incrementally. Memory is O(in-flight window), never O(samples):
+resume looks up 8-byte key hashes, not records.
 
 Every sample (problem id x sample index) ends in exactly one of scores/ or failures/.
 """
