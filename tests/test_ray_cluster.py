@@ -1,10 +1,10 @@
 """`model_config=ray` on a real two-node Ray cluster on this machine
-(`ray.cluster_utils.Cluster`: two raylets of 3 CPUs, room for a replica and the render
-and finish tasks each; writers ask for no CPU), joined through `model_config.ray_address`.
+(`ray.cluster_utils.Cluster`: two raylets of 3 CPUs, room for a replica, a writer and
+the render or finish task each), joined through `model_config.ray_address`.
 
-One run shows it all: the replicas land on both nodes, scores and part files are written
-by the writers on the cluster (Ray spreads them; they ask for no CPU, so they may share a
-node), and a node killed mid-run loses no finished sample.
+One run shows it all: the replicas and the writers land on both nodes, scores and part
+files are written by the writers on the cluster, and a node killed mid-run loses no
+finished sample.
 Which way the run goes depends on what the lost node was doing: its engine's blocks are
 retried on the other replica (Ray restarts engines), so the run completes; but a writer
 lost mid-block stops it (a retry would write samples twice), saying so, and the same
@@ -88,8 +88,9 @@ def test_a_two_node_run_spreads_writes_on_workers_and_survives_a_lost_node(tmp_p
         placed = _actor_nodes(cluster.address)
         assert placed["MapWorker(MapBatches(vLLMEngineStageUDF))"] == {head_id, worker_id}  # a replica on each node
         writers = placed["MapWorker(MapBatches(_Record))"]
-        assert writers <= {head_id, worker_id}
-        assert {path.name[1:9] for path in _worker_parts(out, "scores")} == {node[:8] for node in writers}
+        assert writers == {head_id, worker_id}  # a writer (one CPU each here) on each node
+        # the scores so far come from those writers (one may not have had a block yet)
+        assert {path.name[1:9] for path in _worker_parts(out, "scores")} <= {node[:8] for node in writers}
 
         before = {(path.name, line) for path in _worker_parts(out, "scores")
                   for line in path.read_text(encoding="utf-8").splitlines(keepends=True) if line.endswith("\n")}
@@ -100,7 +101,8 @@ def test_a_two_node_run_spreads_writes_on_workers_and_survives_a_lost_node(tmp_p
         after = {(path.name, line) for path in _worker_parts(out, "scores")
                  for line in path.read_text(encoding="utf-8").splitlines(keepends=True)}
         assert before <= after
-        print(f"after the node was lost the run {'stopped' if run.returncode == 2 else 'completed'}")
+        print(f"writers on {len(writers)} node(s); after the node was lost the run "
+              f"{'stopped' if run.returncode == 2 else 'completed'}")
         if run.returncode == 2:  # a writer was lost mid-block: the run stopped, resumable
             assert "lost mid-run" in stderr and "re-run the same command" in stderr, stderr[-2000:]
             stopped = json.loads((folder / "summary.json").read_text(encoding="utf-8"))

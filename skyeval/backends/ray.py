@@ -12,7 +12,7 @@ to token ids with `skyeval.backends.vllm.render_prompt` (the same tokens as the 
 backend), one row per wanted sample with its own seed, and after the engine split
 reasoning from the answer and count its tokens; Ray's chat-template, tokenize and
 detokenize stages are off. With `generate_recorded` (what the pipeline uses) a last stage
-of `num_replicas` actors (`_Record`, asking for no CPU) writes each result to its own part
+of `num_replicas` actors (`_Record`; `writer_cpus` CPUs each) writes each result to its own part
 files in the shared run folder and scores it there: the driver receives notes (score and
 failure records without texts), not generations.
 
@@ -63,11 +63,6 @@ log = logging.getLogger(__name__)
 RESULT_COLUMNS = ["id", "sample_idx", "seed", "generation", "reasoning", "finish_reason", "prompt_tokens",
                   "completion_tokens", "reasoning_tokens", "error", "error_type"]
 SEGMENT_BATCHES = 256  # samples per segment: this many batches per replica
-# Ray CPUs a writer asks for. None: a 2-CPU node then fits a CPU replica and the render or
-# finish task (1 CPU each, fused with Ray's own pre/post-processing) beside the writers; a
-# writer asking for one would leave that task waiting forever. Writers score on the CPUs
-# that the engines leave free.
-WRITER_CPUS = 0
 
 
 @dataclass
@@ -153,7 +148,7 @@ class RayBackend:
         dataset = build_processor(self.processor_config())(dataset)
         dataset = dataset.map_batches(_Finish(config, sampling.max_tokens), batch_size=None, batch_format="pyarrow")
         if sink is not None:
-            dataset = _recorded(dataset, sink, self.scaling.num_replicas)
+            dataset = _recorded(dataset, sink, self.scaling.num_replicas, self.writer_cpus())
         else:
             dataset = dataset.select_columns(RESULT_COLUMNS)
         try:
@@ -162,6 +157,17 @@ class RayBackend:
             raise ClusterError(f"a Ray node or worker was lost mid-run ({type(err).__name__}: "
                                f"{str(err).splitlines()[0]}); finished samples are saved: re-run the same command "
                                "to resume (scaling.num_replicas may change)") from err
+
+    def writer_cpus(self) -> int:
+        """CPUs each writer asks for: 1 when the cluster has them beside the replicas and one
+        render or finish task (then Ray spreads writers over nodes by free CPUs), else 0, so a
+        2-CPU node still runs a CPU replica and that task (which Ray fuses with its own
+        1-CPU pre/post-processing) beside the writers, which then score on spare cycles."""
+        import ray
+
+        replica_cpus = self.scaling.num_replicas * self.config.tensor_parallel_size
+        needed = replica_cpus + self.scaling.num_replicas + 1
+        return 1 if ray.cluster_resources().get("CPU", 0) >= needed else 0
 
     def processor_config(self) -> Any:
         """The `vLLMEngineProcessorConfig` for this backend."""
@@ -210,8 +216,8 @@ class RayBackend:
         """Nothing to release: replicas end with each segment; the Ray session is shared."""
 
 
-def _recorded(dataset: Any, sink: WorkerSink, writers: int) -> Any:
-    """The results through `writers` `_Record` actors. No restarts: a writer that died
+def _recorded(dataset: Any, sink: WorkerSink, writers: int, cpus: int) -> Any:
+    """The results through `writers` `_Record` actors of `cpus` CPUs. No restarts: a writer that died
     mid-block wrote part of it, and a retry would write those samples twice; the run stops
     instead, and resuming finds what was written."""
     import ray.data
@@ -219,7 +225,7 @@ def _recorded(dataset: Any, sink: WorkerSink, writers: int) -> Any:
     with warnings.catch_warnings():  # Ray 2.60 names no parameter for max_restarts yet
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
         return dataset.map_batches(_Record, fn_constructor_args=(sink,), batch_size=None, batch_format="pyarrow",
-                                   num_cpus=WRITER_CPUS,
+                                   num_cpus=cpus,
                                    compute=ray.data.ActorPoolStrategy(size=writers), max_restarts=0)
 
 

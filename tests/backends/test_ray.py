@@ -128,8 +128,9 @@ def test_gpu_replicas(tiny_model, ray_session):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_a_cli_run_on_one_small_node_writes_and_scores_on_its_writer(tiny_model, tmp_path):
-    """The CLI's Ray path on a private local Ray of this machine's cores (2 on CI): the
-    writer asks for no CPU, so a CPU replica and the render/finish tasks still fit beside it."""
+    """The CLI's Ray path on a private local Ray of this machine's cores (2 on CI): with no
+    CPU to spare the writer asks for none, so the CPU replica and the render/finish tasks
+    still fit beside it (asking for one, the run waited forever)."""
     kwargs = ", ".join(f"{k}: {json.dumps(v)}" for k, v in CPU_ENGINE_KWARGS.items())
     run_cli("evaluate", "+env=gsm8k", "env.limit=12", "model_config=ray", f"model_config.model_source={tiny_model}",
             "model_config.ray_address=local", "model_config.use_cpu=true", f"+model_config.engine_kwargs={{{kwargs}}}",
