@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,6 +98,12 @@ def kill_one_shard_mid_way(folder: Path, launcher: subprocess.Popen) -> int:
                 job = state["slurm_job"]
                 subprocess.run(["scontrol", "suspend", job], capture_output=True)  # hold it still while we look
                 if states(folder).get(index, {}).get("status") == "running":
+                    # SIGKILL the shard's process itself (a stopped process dies of it too): a
+                    # suspended job's steps sometimes stayed stopped through scancel, holding the
+                    # shard's lock; then cancel the job, resumed so that its steps get the signal
+                    if state.get("host") == socket.gethostname():
+                        os.kill(state["pid"], signal.SIGKILL)
+                    subprocess.run(["scontrol", "resume", job], capture_output=True)
                     subprocess.run(["scancel", "--full", "--signal=KILL", job], check=True)
                     subprocess.run(["scancel", job], capture_output=True)
                     return index
