@@ -48,8 +48,11 @@ def cli_args(url: str, results: Path, limit: int, *extra: str) -> list[str]:
 
 
 def start_cli(args: list[str], cwd: Path) -> subprocess.Popen:
+    """The CLI as a foreground command: Ctrl-C (SIGINT) is not ignored, even when the tests
+    run in the background (`cmd &` in a script ignores SIGINT, and children inherit that)."""
     return subprocess.Popen([sys.executable, "-m", "skyeval.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_lines(path: Path, count: int, timeout: float = 120) -> None:
