@@ -39,6 +39,7 @@ def sampled(**kwargs) -> SamplingParams:
 # -- without an engine ----------------------------------------------------------------
 
 
+@pytest.mark.vllm  # build() checks the vllm package is there
 def test_config_from_hydra_builds_a_lazy_backend():
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("config", ["model_config=vllm", "model_config.model_source=/m",
@@ -57,6 +58,7 @@ def test_model_and_dtype_are_not_engine_kwargs():
         VLLMConfig("m", engine_kwargs={"dtype": "bfloat16"})
 
 
+@pytest.mark.vllm  # build() checks the vllm package is there
 def test_model_is_another_name_for_model_source():
     """The documented form: VLLMConfig(model=..., engine_kwargs=...) with a ScalingConfig."""
     config = VLLMConfig(model="/models/tiny", engine_kwargs={"max_model_len": 64})
