@@ -52,8 +52,8 @@ from skyeval.backends.vllm import (
     sampling_kwargs,
     vllm_version,
 )
-from skyeval.errors import ClusterError, ConfigError
-from skyeval.results import dumps
+from skyeval.errors import ClusterError, ConfigError, RunFolderError
+from skyeval.results import RunFolder, dumps
 
 if TYPE_CHECKING:
     from skyeval.records import WorkerSink
@@ -130,6 +130,8 @@ class RayBackend:
         from skyeval.ray_session import ensure_ray
 
         ensure_ray(self.config.ray_address)
+        if sink is not None:
+            check_visible(sink.folder)
         self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
         for segment in _segments(iter(requests), self.window(), with_problem=sink is not None):
             yield from self._run(segment, sampling, sink)
@@ -227,6 +229,23 @@ def _recorded(dataset: Any, sink: WorkerSink, writers: int, cpus: int) -> Any:
         return dataset.map_batches(_Record, fn_constructor_args=(sink,), batch_size=None, batch_format="pyarrow",
                                    num_cpus=cpus,
                                    compute=ray.data.ActorPoolStrategy(size=writers), max_restarts=0)
+
+
+def check_visible(folder: str) -> None:
+    """Refuse, before any engine starts, a run folder that some live node cannot see: its
+    writers would fail there (the folder must be on a filesystem every node shares)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    run_file = str(RunFolder(folder).run_file)
+    sees = ray.remote(num_cpus=0)(os.path.exists)
+    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    checks = [sees.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
+              .remote(run_file) for node in nodes]
+    blind = [node["NodeManagerAddress"] for node, seen in zip(nodes, ray.get(checks)) if not seen]
+    if blind:
+        raise RunFolderError(f"run folder {folder} is not visible on Ray node(s) {', '.join(blind)}: every node "
+                             "must see logging.results_dir at the same path (a shared filesystem)")
 
 
 def _lost_errors() -> tuple[type[Exception], ...]:

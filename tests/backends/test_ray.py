@@ -10,9 +10,9 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
-from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig
+from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig, check_visible
 from skyeval.backends.vllm import load_tokenizer, render_prompt
-from skyeval.errors import ConfigError
+from skyeval.errors import ConfigError, RunFolderError
 from skyeval.results import RunFolder, iter_records, key_of
 
 from ..conftest import run_cli
@@ -23,6 +23,7 @@ CONF = REPO / "conf"
 SYSTEM = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"}]
 
 
+@pytest.mark.vllm  # ray.data.llm imports what the vllm package brings (aiohttp...)
 def test_replicas_batch_size_and_accelerator_come_from_scaling():
     """One source of truth: the root `scaling` section, which ray.yaml does not repeat."""
     with initialize_config_dir(str(CONF), version_base="1.3"):
@@ -40,6 +41,7 @@ def test_replicas_batch_size_and_accelerator_come_from_scaling():
     assert backend.describe()["num_replicas"] == 3
 
 
+@pytest.mark.vllm  # ray.data.llm imports what the vllm package brings (aiohttp...)
 def test_processor_config_cpu_and_gpu():
     cpu = RayBackend(RayConfig("/m", use_cpu=True, engine_kwargs={"max_model_len": 64}),
                      ScalingConfig(num_replicas=2, batch_size=8)).processor_config()
@@ -59,6 +61,18 @@ def test_bad_values_are_config_errors():
         RayConfig("/m", engine_kwargs={"tensor_parallel_size": 2})
     with pytest.raises(ConfigError, match="scaling.num_replicas"):
         ScalingConfig(num_replicas=0)
+
+
+def test_a_run_folder_some_node_cannot_see_is_refused_before_engines_start(ray_session, tmp_path):
+    """The check runs on every live node (one here): a folder it sees passes, one it does
+    not is a RunFolderError naming the node."""
+    import ray
+
+    RunFolder(tmp_path / "run").claim({})
+    check_visible(str(tmp_path / "run"))
+    (node,) = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
+    with pytest.raises(RunFolderError, match=rf"not visible on Ray node\(s\) {node}: .*shared filesystem"):
+        check_visible(str(tmp_path / "elsewhere"))
 
 
 @pytest.mark.slow
