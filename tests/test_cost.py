@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +13,8 @@ from skyeval.backends.vllm import VLLMConfig, load_tokenizer, render_prompt
 from skyeval.cost import actual_cost, estimate
 from skyeval.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
 CHAT = [{"role": "system", "content": "x" * 8}, {"role": "user", "content": "y" * 12}]
 PROBLEMS = [{"id": "a", "prompt": "abcdefgh"}, {"id": "b", "prompt": CHAT}]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    spec = importlib.util.spec_from_file_location("make_tiny_model", REPO / "scripts" / "make_tiny_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.make_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 def test_http_without_tokenizer_estimates_chars_over_4_and_worst_case_cost(monkeypatch):

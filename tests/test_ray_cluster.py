@@ -25,7 +25,8 @@ import pytest
 
 from skyeval.results import iter_records, key_of
 
-from .backends.conftest import CPU_ENGINE_KWARGS, _make_tiny_model
+from .backends.conftest import CPU_ENGINE_KWARGS
+from .conftest import make_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -69,7 +70,7 @@ def test_a_two_node_run_spreads_writes_on_workers_and_survives_a_lost_node(tmp_p
     pytest.importorskip("vllm")
     from ray.cluster_utils import Cluster
 
-    model = _make_tiny_model(tmp_path / "model")
+    model = make_tiny_model(tmp_path / "model")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 3})

