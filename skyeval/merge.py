@@ -14,7 +14,6 @@ to write a partial headline: missing or unfinished shards are named in one line 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import socket
@@ -22,7 +21,7 @@ import sys
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from skyeval.errors import ConfigError, RunFolderError
 from skyeval.results import RunFolder, read_json, write_json
@@ -128,7 +127,7 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
             raise ConfigError(f"{folder.path} is not a sharded run: its summary.json was written by the run itself")
         raise ConfigError(f"{folder.path} has no {SHARDS_DIR}/ folder: it is not the run folder of a sharded run "
                           "(shard.count > 1)")
-    with waiting_lock(folder, "merge"):
+    with folder.waiting_lock("merge"):
         states = _read_states(directory)
         fingerprint = read_json(folder.run_file)
         count = _shard_count(folder, states)
@@ -212,19 +211,6 @@ def _shard_count(folder: RunFolder, states: dict[tuple[int, int], dict[str, Any]
 
 def _seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp).timestamp()
-
-
-@contextlib.contextmanager
-def waiting_lock(folder: RunFolder, name: str) -> Iterator[None]:
-    """A blocking `flock` on `.lock-<name>`, for short critical sections that concurrent
-    shards take in turn (claiming the folder, merging)."""
-    folder.path.mkdir(parents=True, exist_ok=True)
-    with (folder.path / f".lock-{name}").open("a+", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":

@@ -48,13 +48,11 @@ def scored(row: dict[str, Any], outcome: dict[str, Any]) -> tuple[str, dict[str,
 def shared_writer(folder: RunFolder, kind: str, prefix: str) -> PartWriter:
     """A part writer for a folder other processes write at the same time (shards, cluster
     workers): they update its manifest.json in turn."""
-    from skyeval.merge import waiting_lock
-
     writer = folder.writer(kind, prefix)
     note = writer.on_close
 
     def in_turn(path: Any, records: int) -> None:
-        with waiting_lock(folder, "manifest"):
+        with folder.waiting_lock("manifest"):
             note(path, records)
 
     writer.on_close = in_turn

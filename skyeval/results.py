@@ -85,6 +85,18 @@ class RunFolder:
         finally:
             fh.close()
 
+    @contextlib.contextmanager
+    def waiting_lock(self, name: str) -> Iterator[None]:
+        """A blocking `flock` on `.lock-<name>`, for short critical sections that concurrent
+        writers (shards, cluster workers) take in turn: claiming, the manifest, merging."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / f".lock-{name}").open("a+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
     def claim(self, fingerprint: dict[str, Any], overwrite: bool = False) -> bool:
         """Bind the folder to a config fingerprint. Returns True when resuming earlier work;
         raises ConfigMismatchError when the folder belongs to another config."""

@@ -167,7 +167,7 @@ def _claim(folder: RunFolder, resolved: dict[str, Any], shard) -> tuple[bool, st
         resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
         folder.config.write_text(text, encoding="utf-8")
         return resumed, None
-    with merge.waiting_lock(folder, "claim"):
+    with folder.waiting_lock("claim"):
         resumed = folder.claim(fingerprint(resolved), overwrite=bool(resolved.get("overwrite")))
         folder.config.write_text(text, encoding="utf-8")
         return resumed, merge.mark_running(folder, shard, fingerprint(resolved))
