@@ -107,3 +107,15 @@ def _tiktoken_encoding(model: str) -> Any:
     except Exception as exc:  # noqa: BLE001 (offline: the file cannot be fetched)
         log.info("tiktoken encoding %s unavailable (%s): estimating prompt tokens", name, type(exc).__name__)
         return None
+
+
+def run_cost(summary: dict[str, Any], model_config: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's actual token totals and, with `model_config.price`, their cost."""
+    tokens = summary["metrics"].get("tokens") or {}
+    prompt = (tokens.get("prompt") or {}).get("total") or 0
+    completion = (tokens.get("completion") or {}).get("total") or 0
+    if not (prompt or completion):
+        return None
+    price = model_config.get("price")
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "price": price,
+            "cost": actual_cost(prompt, completion, price)}

@@ -1,11 +1,17 @@
-"""Logging of a run: console plus the run folder's logs.txt, with secrets scrubbed."""
+"""Logging of a run: console plus the run folder's logs.txt, with secrets scrubbed, and the
+console line that announces a finished run."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+from typing import Any
 
 from skyeval.config import redact_text, secret_values
+from skyeval.results import RunFolder
+
+log = logging.getLogger("skyeval")
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -36,3 +42,24 @@ def setup_logging(log_file: Path, level: str = "INFO") -> None:
         handler.addFilter(SecretFilter())
         root.addHandler(handler)
     root.propagate = False
+
+
+def announce(summary: dict[str, Any], folder: RunFolder) -> None:
+    """One console line: counts, then the headline accuracy with its interval, saying when
+    failed samples are counted as wrong and naming the truncated rate when there is one."""
+    counts, metrics = summary["counts"], summary["metrics"]
+    line = f"{summary['status']}: {summary['env']} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
+    if metrics.get("accuracy") is not None:
+        line += f" | accuracy {metrics['accuracy']:.4f}"
+        interval = (metrics.get("intervals") or {}).get("accuracy")
+        if interval and interval.get("ci95") and None not in interval["ci95"]:
+            low, high = interval["ci95"]
+            line += f" (95% CI {low:.4f}-{high:.4f}, {interval['problems']} problems x n={interval['n']})"
+        if counts["failed"] and metrics.get("accuracy_scored_only") is not None:
+            line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
+    if metrics.get("truncated_rate"):
+        line += f" | truncated {metrics['truncated_rate']:.1%}"
+    log.info("%s | run folder %s", line, folder.path)
+    if counts["failed"]:
+        log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
+    print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)

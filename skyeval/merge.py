@@ -23,7 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from skyeval.cost import run_cost
 from skyeval.errors import ConfigError, RunFolderError
+from skyeval.logs import announce
 from skyeval.results import RunFolder, read_json, write_json
 
 SHARDS_DIR = "shards"
@@ -46,11 +48,9 @@ def main(argv: list[str]) -> int:
     run_dirs = [a.split("=", 1)[1] for a in argv if a.startswith("run_dir=")]
     if len(run_dirs) != 1 or len(argv) != 1:
         raise ConfigError(f"merge takes exactly one run_dir=PATH, got {' '.join(argv) or 'nothing'}\n{USAGE}")
-    from skyeval.run import _report
-
     folder = RunFolder(Path(run_dirs[0]).expanduser())
     summary = merge_run(folder)
-    _report(summary, folder)
+    announce(summary, folder)
     return 0
 
 
@@ -159,7 +159,6 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
 def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary from finished shard states, shaped like an unsharded run's."""
     from skyeval.metrics import MetricsAccumulator
-    from skyeval.run import _cost
 
     metrics = MetricsAccumulator.from_state(states[0]["metrics_state"])
     for state in states[1:]:
@@ -186,7 +185,7 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "config": config,
     })
     if base["stage"] != "generate":
-        summary["cost"] = _cost(summary, config["model_config"])
+        summary["cost"] = run_cost(summary, config["model_config"])
     return summary
 
 

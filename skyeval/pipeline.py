@@ -13,7 +13,6 @@ Every sample (problem id x sample index) ends in exactly one of scores/ or failu
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -33,7 +32,7 @@ from skyeval.envs.base import Env, RowScorer
 from skyeval.errors import ClusterError
 from skyeval.metrics import MetricsAccumulator
 from skyeval.records import GENERATE_STAGES, WorkerSink, failure, generated, scored, shared_writer
-from skyeval.results import KeySet, PartWriter, RunFolder, key_hash, key_of, read_jsonl
+from skyeval.results import KeySet, PartWriter, RunFolder, dumps, key_hash, key_of, read_jsonl
 
 log = logging.getLogger("skyeval")
 
@@ -506,7 +505,7 @@ def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: 
                     recorder.metrics.add_score(record)
                     recorder.progress.counts["scored"] += 1
     for path in earlier.parts["failures"]:
-        kept, dropped = [], False
+        dropped = False
         for record in read_jsonl(path):
             if superseded(record):
                 dropped = True
@@ -525,7 +524,7 @@ def _rewrite(path: Path, records: Iterator[dict[str, Any]]) -> None:
     tmp = path.with_suffix(".compact")
     with tmp.open("w", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.write(dumps(record) + "\n")
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)

@@ -75,8 +75,6 @@ def _cluster_to_join(requested: str | None) -> str | None:
 
 def _check_same_cluster(requested: str | None) -> None:
     """Refuse to silently ignore a requested cluster when already attached to another."""
-    import ray
-
     if requested is None:
         return
     if _attached and requested == _attached.get("requested"):

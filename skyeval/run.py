@@ -14,7 +14,9 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from skyeval.config import CONF_DIR, fingerprint, redact, register_resolvers
+from skyeval.cost import run_cost
 from skyeval.errors import ConfigError, SkyevalError
+from skyeval.logs import announce, setup_logging
 from skyeval.results import RunFolder, write_json
 
 log = logging.getLogger("skyeval")
@@ -95,7 +97,6 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
     from skyeval import merge, pipeline, trackers
-    from skyeval.logs import setup_logging
     from skyeval.metrics import MetricsAccumulator
     from skyeval.provenance import describe_run
 
@@ -140,14 +141,14 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
         "config": redact(resolved),
     }
     if stage != "generate":
-        summary["cost"] = _cost(summary, resolved["model_config"])
+        summary["cost"] = run_cost(summary, resolved["model_config"])
     if shard.active:
         summary = _finish_shard(folder, shard, summary, outcome, resolved, started_at)
     else:
         write_json(folder.summary, summary)
         merge.forget_shards(folder)
         trackers.log_run(summary, folder.path, resolved)
-        _report(summary, folder)
+        announce(summary, folder)
     if outcome.lost is not None:
         raise outcome.lost
     if outcome.interrupted:
@@ -192,7 +193,7 @@ def _finish_shard(folder: RunFolder, shard, summary: dict[str, Any], outcome, re
         log.info("other shards are not finished: the last one to finish writes summary.json "
                  "(or run `skyeval merge run_dir=%s`)", folder.path)
         return summary
-    _report(merged, folder)
+    announce(merged, folder)
     return merged
 
 
@@ -221,20 +222,6 @@ def dry_run(resolved: dict[str, Any]) -> dict[str, Any]:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     print("\n".join(lines), flush=True)
     return report
-
-
-def _cost(summary: dict[str, Any], model_config: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's actual token totals and, with `model_config.price`, their cost."""
-    from skyeval.cost import actual_cost
-
-    tokens = summary["metrics"].get("tokens") or {}
-    prompt = (tokens.get("prompt") or {}).get("total") or 0
-    completion = (tokens.get("completion") or {}).get("total") or 0
-    if not (prompt or completion):
-        return None
-    price = model_config.get("price")
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "price": price,
-            "cost": actual_cost(prompt, completion, price)}
 
 
 def _scorer_names(env) -> list[str]:
@@ -302,27 +289,6 @@ def _scaling(section: dict[str, Any]):
     from skyeval.backends.base import ScalingConfig
 
     return ScalingConfig(**section)
-
-
-def _report(summary: dict[str, Any], folder: RunFolder) -> None:
-    """One console line: counts, then the headline accuracy with its interval, saying when
-    failed samples are counted as wrong and naming the truncated rate when there is one."""
-    counts, metrics = summary["counts"], summary["metrics"]
-    line = f"{summary['status']}: {summary['env']} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
-    if metrics.get("accuracy") is not None:
-        line += f" | accuracy {metrics['accuracy']:.4f}"
-        interval = (metrics.get("intervals") or {}).get("accuracy")
-        if interval and interval.get("ci95") and None not in interval["ci95"]:
-            low, high = interval["ci95"]
-            line += f" (95% CI {low:.4f}-{high:.4f}, {interval['problems']} problems x n={interval['n']})"
-        if counts["failed"] and metrics.get("accuracy_scored_only") is not None:
-            line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
-    if metrics.get("truncated_rate"):
-        line += f" | truncated {metrics['truncated_rate']:.1%}"
-    log.info("%s | run folder %s", line, folder.path)
-    if counts["failed"]:
-        log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
-    print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
 
 
 if __name__ == "__main__":
