@@ -32,7 +32,7 @@ from skyeval.envs.base import Env, RowScorer
 from skyeval.errors import ClusterError
 from skyeval.metrics import MetricsAccumulator
 from skyeval.records import GENERATE_STAGES, WorkerSink, failure, generated, scored, shared_writer
-from skyeval.results import KeySet, PartWriter, RunFolder, dumps, key_hash, key_of, read_jsonl
+from skyeval.results import KeySet, PartWriter, RunFolder, key_hash, key_of, read_jsonl, write_rows
 
 log = logging.getLogger("skyeval")
 
@@ -513,21 +513,11 @@ def _account(earlier: _Earlier, recorder: _Recorder, outcome: Outcome, members: 
             if ours(key_of(record)):
                 recorder.count_failure(record)
         if dropped and path.name.startswith(shard.prefix):
-            _rewrite(path, (r for r in read_jsonl(path) if not superseded(r)))
+            write_rows((r for r in read_jsonl(path) if not superseded(r)), path)
     outcome.failures_by_stage = recorder.failures_by_stage
     outcome.failed = sum(recorder.failures_by_stage.values())
     outcome.scored = recorder.progress.counts["scored"]
     outcome.samples = outcome.problems * n
-
-
-def _rewrite(path: Path, records: Iterator[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".compact")
-    with tmp.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(dumps(record) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
 
 
 def _replace_scores(folder: RunFolder, staging: Path) -> None:

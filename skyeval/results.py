@@ -249,13 +249,16 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl") -> Path:
-    """Save rows as json (one list), jsonl or parquet."""
+    """Save rows as json (one list), jsonl or parquet. A jsonl file is replaced atomically
+    and durably (written beside it, synced, renamed): a crash leaves the old or the new."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "jsonl":
         tmp = path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for row in rows:
                 fh.write(dumps(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     elif format == "json":
         write_json(path, list(rows))
