@@ -80,6 +80,14 @@ def mark_running(folder: RunFolder, shard: Any, fingerprint: dict[str, Any]) -> 
     return started
 
 
+def mark_failed(folder: RunFolder, shard: Any, error: BaseException) -> None:
+    """Record that `shard` stopped on an error (data missing on the node, a bad config...):
+    merge names the error instead of reporting a shard still running."""
+    path = state_path(folder, shard)
+    write_json(path, {**(read_json(path) or {}), "status": "failed", "error": f"{type(error).__name__}: {error}",
+                      "finished_at": _now()})
+
+
 def write_state(folder: RunFolder, shard: Any, summary: dict[str, Any], metrics: Any,
                 fingerprint: dict[str, Any], started_at: str) -> Path:
     """Write a shard's finished (or interrupted) state: its summary (the same fields as an
@@ -120,7 +128,7 @@ def merge_if_complete(folder: RunFolder) -> dict[str, Any] | None:
 
 def merge_run(folder: RunFolder) -> dict[str, Any]:
     """Write and return summary.json of a sharded run. Raises ShardsNotFinishedError naming
-    the shards that are missing, running (or killed) or interrupted."""
+    the shards that are missing, running (or killed), interrupted or failed (with the error)."""
     directory = folder.path / SHARDS_DIR
     if not directory.is_dir():
         if folder.summary.exists():
@@ -143,7 +151,8 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
                 problems.append(f"{index} (running or killed: started {state.get('started_at')} "
                                 f"on {state.get('host')}, pid {state.get('pid')}{job})")
             elif state.get("status") not in FINISHED:
-                problems.append(f"{index} ({state.get('status')})")
+                error = f": {state['error'].splitlines()[0]}" if state.get("error") else ""
+                problems.append(f"{index} ({state.get('status')}{error})")
         if problems:
             raise ShardsNotFinishedError(
                 f"{folder.path}: {len(problems)} of {count} shards not finished: {'; '.join(problems)}. "

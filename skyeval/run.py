@@ -126,8 +126,13 @@ def _execute(resolved: dict[str, Any], folder, shard) -> dict[str, Any]:
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
                                  extra_scores=_scorer_names(env), metrics=resolved.get("metrics"))
-    outcome = pipeline.run(env, folder, stage, retry_failures=bool(resolved.get("retry_failures")),
-                           shard=shard, metrics=metrics)
+    try:
+        outcome = pipeline.run(env, folder, stage, retry_failures=bool(resolved.get("retry_failures")),
+                               shard=shard, metrics=metrics)
+    except Exception as err:
+        if shard.active:
+            merge.mark_failed(folder, shard, err)
+        raise
     summary = {
         "env": env.name,
         "model": env.model_source,

@@ -150,6 +150,28 @@ def test_merge_names_missing_and_killed_shards_then_merges_idempotently(tmp_path
     assert set(sample_keys(folder).values()) == {1} and len(sample_keys(folder)) == ROWS * 2
 
 
+def test_a_shard_that_fails_is_named_with_its_error_and_resumes_once_fixed(tmp_path, wrong_data):
+    """A job whose node cannot read the data stops after claiming its shard: its state says
+    failed and why (not "running or killed"), and the same command, once the data is
+    there, finishes it."""
+    folder = tmp_path / "run"
+    for index in (0, 1, 2):
+        shard(tmp_path, wrong_data, index)
+    data = wrong_data / "math500" / "test.jsonl"
+    hidden = data.rename(data.with_suffix(".hidden"))
+    failed = shard(tmp_path, wrong_data, 3, check=False)
+    assert failed.returncode == 2 and "no file matches" in failed.stderr
+    state = json.loads((folder / "shards" / "shard-00003-of-00004.json").read_text(encoding="utf-8"))
+    assert state["status"] == "failed" and state["error"].startswith("DataNotFoundError: no file matches")
+    refused = cli("merge", f"run_dir={folder}", check=False)
+    assert refused.returncode == 2
+    assert "1 of 4 shards not finished: 3 (failed: DataNotFoundError: no file matches" in refused.stderr
+
+    hidden.rename(data)
+    assert "complete_with_failures: math500" in shard(tmp_path, wrong_data, 3).stdout  # it merged
+    assert set(sample_keys(folder).values()) == {1} and len(sample_keys(folder)) == ROWS * 2
+
+
 def test_a_shard_of_another_config_is_refused_and_score_is_not_sharded(tmp_path, wrong_data):
     shard(tmp_path, wrong_data, 0)
     other = shard(tmp_path, wrong_data, 1, "sampling_params.temperature=0.5", check=False)
