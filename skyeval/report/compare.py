@@ -1,10 +1,12 @@
 """`python -m skyeval.cli compare RUN_A RUN_B [--json] [--rounds R] [--seed S]`
 
-Pairs the samples of two runs of one benchmark by (problem id, sample index) and reports
-B − A for accuracy and each pass@k with a paired 95% interval and p-value (a bootstrap over
-problems, seeded; McNemar's test when each problem has one sample), plus the problems B
-won (answered right more often than A) and lost. Failed samples count as wrong, as in the
-headline metrics. `--json` prints the same as one JSON object.
+Pairs the samples of two runs of one benchmark by (problem id, sample index), each run
+read as its summary selects (its problems, sample indices below its n), and reports B − A
+for accuracy and each pass@k with a paired 95% interval and p-value from one test: McNemar's
+exact test when every problem has one 0/1 outcome, else a seeded bootstrap over problems.
+Then the problems B won (answered right more often than A) and lost, in natural id order
+among equals. Failed samples count as wrong, as in the headline metrics, and are counted
+and marked as failures. `--json` prints the same as one JSON object.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.metrics import ks_for, pass_at_k
-from skyeval.report.runs import RunInfo, outcomes
+from skyeval.report.runs import RunInfo, natural_key, outcomes
 
 LISTED = 20  # problem ids printed per side in the text output (--json has all)
 
@@ -33,19 +35,22 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
     if info_a.env != info_b.env:
         raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
                           f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
-    out_a, out_b = outcomes(info_a.path), outcomes(info_b.path)
-    keys = sorted(set(out_a) & set(out_b))
+    out_a, out_b = outcomes(info_a.path, info_a.selection), outcomes(info_b.path, info_b.selection)
+    keys = sorted(set(out_a) & set(out_b), key=lambda k: (natural_key(k[0]), k[1]))
     if not keys:
-        raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index): nothing to pair")
+        raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index) in their "
+                          "summaries' selections: nothing to pair")
 
-    by_problem: dict[str, list[tuple[float, float, bool, bool]]] = defaultdict(list)
+    by_problem: dict[str, list[tuple]] = defaultdict(list)
+    binary = True
     for key in keys:
         a, b = out_a[key], out_b[key]
-        by_problem[key[0]].append((a.score, b.score, a.correct, b.correct))
-    ids = sorted(by_problem)
+        by_problem[key[0]].append((a.score, b.score, a.correct, b.correct, a.failed, b.failed))
+        binary = binary and a.score in (0.0, 1.0) and b.score in (0.0, 1.0)
+    ids = list(by_problem)  # natural order
     count = np.array([len(by_problem[i]) for i in ids], dtype=np.float64)
-    score_a, score_b, right_a, right_b = (
-        np.array([sum(s[j] for s in by_problem[i]) for i in ids], dtype=np.float64) for j in range(4)
+    score_a, score_b, right_a, right_b, failed_a, failed_b = (
+        np.array([sum(s[j] for s in by_problem[i]) for i in ids], dtype=np.float64) for j in range(6)
     )
 
     def acc_diff(w: np.ndarray) -> np.ndarray:
@@ -53,15 +58,15 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
 
     metrics: dict[str, Any] = {}
     observed = float((score_b.sum() - score_a.sum()) / count.sum())
-    accuracy = {"a": float(score_a.sum() / count.sum()), "b": float(score_b.sum() / count.sum()),
-                **bootstrap_summary(observed, paired_bootstrap(acc_diff, len(ids), rounds, seed)),
-                "test": "paired bootstrap over problems"}
-    one_sample = bool(np.all(count == 1))
-    if one_sample:
+    accuracy: dict[str, Any] = {"a": float(score_a.sum() / count.sum()), "b": float(score_b.sum() / count.sum())}
+    mcnemar_applies = binary and bool(np.all(count == 1))  # one 0/1 outcome per problem
+    if mcnemar_applies:
         a_only, b_only = int(np.sum((right_a == 1) & (right_b == 0))), int(np.sum((right_a == 0) & (right_b == 1)))
-        accuracy["p_value"], variant = mcnemar(a_only, b_only)
-        accuracy["test"] = f"McNemar ({variant})"
-        accuracy["discordant"] = {"a_only": a_only, "b_only": b_only}
+        accuracy.update(mcnemar(a_only, b_only, len(ids)), test="McNemar (exact binomial)",
+                        discordant={"a_only": a_only, "b_only": b_only})
+    else:
+        accuracy.update(bootstrap_summary(observed, paired_bootstrap(acc_diff, len(ids), rounds, seed)),
+                        test="paired bootstrap over problems")
     metrics["accuracy"] = accuracy
 
     for k in ks_for(int(count.max())):
@@ -78,19 +83,21 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         entry = {"a": float(pa[eligible].mean()), "b": float(pb[eligible].mean()),
                  **bootstrap_summary(obs, paired_bootstrap(pass_diff, len(ids), rounds, seed)),
                  "test": "paired bootstrap over problems", "n_problems": int(eligible.sum())}
-        if k == 1 and one_sample:
-            entry.update(p_value=accuracy["p_value"], test=accuracy["test"])
+        if k == 1 and mcnemar_applies:  # pass@1 is the accuracy: the same test, not a second one
+            entry.update({key: accuracy[key] for key in ("low", "high", "se", "p_value", "test")})
         metrics[f"pass@{k}"] = entry
 
     rate_a, rate_b = right_a / count, right_b / count
-    order = np.argsort(-np.abs(rate_b - rate_a), kind="stable")
-    won = [_problem(ids[i], right_a[i], right_b[i], count[i]) for i in order if rate_b[i] > rate_a[i]]
-    lost = [_problem(ids[i], right_a[i], right_b[i], count[i]) for i in order if rate_b[i] < rate_a[i]]
+    order = np.argsort(-np.abs(rate_b - rate_a), kind="stable")  # ties stay in natural id order
+    problem = lambda i: _problem(ids[i], right_a[i], right_b[i], count[i], failed_a[i], failed_b[i])  # noqa: E731
+    won = [problem(i) for i in order if rate_b[i] > rate_a[i]]
+    lost = [problem(i) for i in order if rate_b[i] < rate_a[i]]
     return {
         "env": info_a.env,
         "a": _describe(info_a), "b": _describe(info_b),
         "matched": {"samples": len(keys), "problems": len(ids),
-                    "a_only": len(out_a) - len(keys), "b_only": len(out_b) - len(keys)},
+                    "a_only": len(out_a) - len(keys), "b_only": len(out_b) - len(keys),
+                    "failed": {"a": int(failed_a.sum()), "b": int(failed_b.sum())}},
         "rounds": rounds, "seed": seed, "confidence": 0.95,
         "metrics": metrics,
         "won": won, "lost": lost,
@@ -105,6 +112,7 @@ def format_text(result: dict[str, Any]) -> str:
         f"  B: {b['path']}  ({b['model']}, {_settings(b)})",
         f"  paired {m['samples']} samples on {m['problems']} problems"
         + (f" (unpaired, left out: {m['a_only']} only in A, {m['b_only']} only in B)" if m["a_only"] or m["b_only"] else ""),
+        f"  failed samples (counted as wrong): A {m['failed']['a']}, B {m['failed']['b']}",
         "",
         f"  {'metric':<10} {'A':>7} {'B':>7} {'B − A':>8}  {'95% interval':<20} {'p':>7}  test",
     ]
@@ -114,10 +122,12 @@ def format_text(result: dict[str, Any]) -> str:
         if "discordant" in e:
             test += f", discordant: {e['discordant']['a_only']} A-only vs {e['discordant']['b_only']} B-only"
         lines.append(f"  {name:<10} {e['a']:>7.3f} {e['b']:>7.3f} {e['diff']:>+8.3f}  {interval:<20} {_p(e['p_value']):>7}  {test}")
-    lines.append(f"  (bootstrap: {result['rounds']} resamples of problems, seed {result['seed']})")
+    if any(e["test"].startswith("paired bootstrap") for e in result["metrics"].values()):
+        lines.append(f"  (bootstrap: {result['rounds']} resamples of problems, seed {result['seed']})")
     for side, verb in (("won", "B right more often than A"), ("lost", "B right less often than A")):
         problems = result[side]
-        shown = ", ".join(f"{p['id']} ({p['a_correct']}→{p['b_correct']}/{p['samples']})" for p in problems[:LISTED])
+        shown = ", ".join(f"{p['id']} ({p['a_correct']}→{p['b_correct']}/{p['samples']}{_failed(p)})"
+                          for p in problems[:LISTED])
         more = f", … {len(problems) - LISTED} more (--json lists all)" if len(problems) > LISTED else ""
         lines.append(f"\nB {side} {len(problems)} problems ({verb}){': ' if problems else ''}{shown}{more}")
     return "\n".join(lines)
@@ -143,8 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _problem(pid: str, a: float, b: float, n: float) -> dict[str, Any]:
-    return {"id": pid, "a_correct": int(a), "b_correct": int(b), "samples": int(n)}
+def _problem(pid: str, a: float, b: float, n: float, failed_a: float, failed_b: float) -> dict[str, Any]:
+    return {"id": pid, "a_correct": int(a), "b_correct": int(b), "samples": int(n),
+            "a_failed": int(failed_a), "b_failed": int(failed_b)}
+
+
+def _failed(p: dict[str, Any]) -> str:
+    """", A failed 1, B failed 2" for a problem with failed samples."""
+    return "".join(f", {side.upper()} failed {p[f'{side}_failed']}" for side in ("a", "b") if p[f"{side}_failed"])
 
 
 def _describe(info: RunInfo) -> dict[str, Any]:

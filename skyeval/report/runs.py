@@ -1,11 +1,17 @@
-"""Run folders as the views read them: the summary's headline fields and each sample's outcome.
+"""Run folders as the views read them: the summary's headline fields, its selection, and
+each sample's outcome.
 
-Missing fields stay None (shown as "—"); outcomes stream from the part files."""
+The rule every view obeys (docs/metrics.md, "What a folder's views read"): a view reads
+exactly the samples the summary counts, its `Selection`: the problems its last run selected
+(the ids of scores/per_problem rows, rewritten by every run) and sample indices below its n.
+A folder may hold more (an earlier, larger run's records, kept for resuming); views leave
+them out. Missing fields stay None (shown as "—"); outcomes stream from the part files."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -15,6 +21,47 @@ from skyeval.metrics import CORRECT
 from skyeval.results import iter_records, read_jsonl
 
 DASH = "—"
+SETTLED = ("complete", "complete_with_failures")  # statuses of runs that finished their selection
+NOT_SETTINGS = ("logging", "shard", "data_dir", "dry_run", "overwrite", "retry_failures", "imports", "scaling",
+                "stage")  # config sections that do not change a run's numbers
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The samples a run's summary counts: problems `ids` (None: every problem in the
+    folder) and sample indices below `n` (None: every index)."""
+
+    n: int | None = None
+    ids: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, run_dir: str | os.PathLike, summary: dict[str, Any] | None = None) -> "Selection":
+        """The selection of the run folder's summary.json (or of `summary`, already read).
+        A folder without summary.json selects everything it holds."""
+        path = Path(run_dir)
+        if summary is None:
+            summary = _read_summary(path) or {}
+        n = _number(((summary.get("config") or {}).get("sampling_params") or {}).get("n"))
+        ids = None
+        if summary.get("stage") != "generate":  # only scoring stages write per-problem rows
+            rows = list((path / "scores").glob("per_problem*.jsonl"))
+            if rows:
+                ids = frozenset(str(row["id"]) for file in rows for row in read_jsonl(file))
+        return cls(n=n, ids=ids)
+
+    def holds(self, record: dict[str, Any]) -> bool:
+        """Whether a record (with "id" and "sample_idx") is one the summary counts."""
+        return ((self.n is None or int(record.get("sample_idx") or 0) < self.n)
+                and (self.ids is None or str(record.get("id")) in self.ids))
+
+    def records(self, run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
+        """The records of `kind` (generations, scores, failures) in this selection, streamed."""
+        return (r for r in iter_records(run_dir, kind) if self.holds(r))
+
+
+def selected_records(run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
+    """A run folder's records of `kind` that its summary counts (`Selection`)."""
+    return Selection.of(run_dir).records(run_dir, kind)
 
 
 @dataclass
@@ -30,14 +77,15 @@ class RunInfo:
     n: int | None = None
     counts: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    stage: str | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RunInfo":
         path = Path(path)
-        summary_file = path / "summary.json"
-        if not summary_file.is_file():
+        summary = _read_summary(path)
+        if summary is None:
             raise DataNotFoundError(f"{path} is not a run folder (no summary.json)")
-        summary = json.loads(summary_file.read_text(encoding="utf-8"))
         config = summary.get("config") or {}
         sampling = config.get("sampling_params") or {}
         model = summary.get("model") or (config.get("model_config") or {}).get("model_source") or DASH
@@ -51,7 +99,22 @@ class RunInfo:
             n=_number(sampling.get("n")),
             counts=summary.get("counts") or {},
             metrics=summary.get("metrics") or {},
+            config=config,
+            stage=summary.get("stage"),
         )
+
+    @property
+    def selection(self) -> Selection:
+        return Selection.of(self.path, {"config": self.config, "stage": self.stage})
+
+    @property
+    def marker(self) -> str:
+        """"" for a run that finished its selection, else e.g. "interrupted: 73 problems, 10 samples missing"."""
+        if self.status is None or self.status in SETTLED:
+            return ""
+        missing = self.counts.get("missing")
+        return (f"{self.status}: {fmt(self.counts.get('problems'))} problems"
+                + (f", {missing} samples missing" if missing else ""))
 
     @property
     def accuracy(self) -> float | None:
@@ -84,20 +147,45 @@ class RunInfo:
     def settings(self) -> dict[str, Any]:
         return {"T": self.temperature, "max_tokens": self.max_tokens, "n": self.n}
 
+    def knobs(self) -> dict[str, Any]:
+        """Every config value that can change the run's numbers, flattened ("env.limit": 5,
+        "template.system_prompt": ...), the model left out (it has its own column)."""
+        flat: dict[str, Any] = {}
+
+        def walk(prefix: str, value: Any) -> None:
+            if isinstance(value, dict) and value:
+                for key, inner in value.items():
+                    walk(f"{prefix}.{key}" if prefix else str(key), inner)
+            else:
+                flat[prefix] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+
+        walk("", {k: v for k, v in self.config.items() if k not in NOT_SETTINGS})
+        for key in ("model_config.model_source", "env.name", "env.data_dir", "env._target_"):
+            flat.pop(key, None)
+        return flat
+
+
+def is_run_folder(path: Path) -> bool:
+    """A folder whose summary.json describes a run (it has counts, and a config in it or
+    beside it): an `audit/` folder's summary.json, or a report's, is not one."""
+    summary = _read_summary(path)
+    return (isinstance(summary, dict) and "counts" in summary
+            and ("config" in summary or (path / "config.yaml").is_file()))
+
 
 def find_runs(roots: list[str | os.PathLike]) -> list[RunInfo]:
-    """Every run folder (a folder holding summary.json) under the given roots, sorted by path.
-    Folders named `report` (our own output) are not entered."""
+    """Every run folder (`is_run_folder`) under the given roots, sorted by path. A run
+    folder's own subfolders (generations/, audit/, report/ ...) are not entered."""
     runs: dict[Path, RunInfo] = {}
     for root in map(Path, roots):
         if not root.is_dir():
             raise DataNotFoundError(f"{root} is not a folder")
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "report" and not d.startswith("."))
-            if "summary.json" in filenames:
+            if "summary.json" in filenames and is_run_folder(Path(dirpath)):
                 path = Path(dirpath).resolve()
                 runs[path] = RunInfo.load(path)
-                dirnames[:] = [d for d in dirnames if d not in ("generations", "scores", "failures")]
+                dirnames[:] = []
     return [runs[p] for p in sorted(runs)]
 
 
@@ -113,19 +201,21 @@ class SampleOutcome:
         return self.score >= CORRECT
 
 
-def outcomes(run_dir: str | os.PathLike) -> dict[tuple[str, int], SampleOutcome]:
-    """(problem id, sample index) -> SampleOutcome for every scored or failed sample of a run."""
+def outcomes(run_dir: str | os.PathLike, selection: Selection | None = None) -> dict[tuple[str, int], SampleOutcome]:
+    """(problem id, sample index) -> SampleOutcome for every scored or failed sample of the
+    run's selection (default: its summary's)."""
+    selection = selection or Selection.of(run_dir)
     found: dict[tuple[str, int], SampleOutcome] = {}
-    for record in iter_records(run_dir, "failures"):
+    for record in selection.records(run_dir, "failures"):
         found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(0.0, failed=True)
-    for record in iter_records(run_dir, "scores"):
+    for record in selection.records(run_dir, "scores"):
         found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(float(record.get("score") or 0.0))
     return found
 
 
-def iter_per_problem(run_dir: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    for path in sorted((Path(run_dir) / "scores").glob("per_problem*.jsonl")):
-        yield from read_jsonl(path)
+def natural_key(text: str) -> list:
+    """Sort key that orders "2" before "10" and "test/9" before "test/10"."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(text))]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -135,6 +225,13 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def _read_summary(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
 
 
 def _number(value: Any) -> Any:

@@ -12,10 +12,13 @@ FAILED = "failed"
 
 def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "gsm8k", model: str = "model-a",
               temperature: float = 0.0, max_tokens: int = 1024, n: int = 1, truncated: set = frozenset(),
-              parse_failed: set = frozenset(), metrics: dict | None = None, part_size: int = 0) -> Path:
+              parse_failed: set = frozenset(), metrics: dict | None = None, part_size: int = 0,
+              selected: set[str] | None = None, status: str = "complete", config: dict | None = None) -> Path:
     """`outcomes` maps (problem id, sample index) to a score (0..1) or FAILED.
 
-    Generation texts name the problem, the sample and the outcome so tests can find them."""
+    The summary (and its per-problem rows) describe the problems in `selected` (default:
+    all) and sample indices below `n`, as after a smaller re-run; the folder keeps every
+    outcome. Generation texts name the problem, the sample and the outcome so tests can find them."""
     path.mkdir(parents=True, exist_ok=True)
     for sub in ("generations", "scores", "failures"):
         (path / sub).mkdir(exist_ok=True)
@@ -27,7 +30,8 @@ def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "g
                              "message": f"server closed the connection on {pid}/{idx}"})
             continue
         finish = "length" if (pid, idx) in truncated else "stop"
-        answer = str(2 * int(pid)) if outcome >= 1 else str(2 * int(pid) + 1)
+        gold = 2 * int(pid.rsplit("/", 1)[-1])
+        answer = str(gold) if outcome >= 1 else str(gold + 1)
         usage = {"prompt_tokens": 12, "completion_tokens": 40 + idx, "reasoning_tokens": 30}
         gen = {"id": pid, "sample_idx": idx, "prompt": prompt, "reasoning": f"thinking about {pid} sample {idx}",
                "generation": f"{model} answer to {pid} sample {idx}: \\boxed{{{answer}}}",
@@ -35,7 +39,7 @@ def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "g
         gens.append(gen)
         pf = (pid, idx) in parse_failed
         scores.append({"id": pid, "sample_idx": idx, "score": float(outcome), "extracted": None if pf else answer,
-                       "parse_failed": pf, "expected": str(2 * int(pid)), "finish_reason": finish, "usage": usage,
+                       "parse_failed": pf, "expected": str(gold), "finish_reason": finish, "usage": usage,
                        "generation": gen["generation"]})
     for kind, records in (("generations", gens), ("scores", scores), ("failures", failures)):
         size = part_size or max(len(records), 1)
@@ -43,9 +47,10 @@ def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "g
             with (path / kind / f"part-{part:05d}.jsonl").open("w", encoding="utf-8") as fh:
                 for record in records[start:start + size]:
                     fh.write(json.dumps(record) + "\n")
-    problems = {pid for pid, _ in outcomes}
+    counted = {k: o for k, o in outcomes.items() if k[1] < n and (selected is None or k[0] in selected)}
+    problems = {pid for pid, _ in counted}
     per_problem = {}
-    for (pid, idx), outcome in outcomes.items():
+    for (pid, idx), outcome in counted.items():
         row = per_problem.setdefault(pid, {"id": pid, "samples": 0, "correct": 0, "mean_score": 0.0})
         row["samples"] += 1
         row["correct"] += int(outcome != FAILED and outcome >= 1)
@@ -54,15 +59,17 @@ def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "g
         for row in per_problem.values():
             row["mean_score"] /= row["samples"]
             fh.write(json.dumps(row) + "\n")
-    total = sum(0.0 if o == FAILED else float(o) for o in outcomes.values())
+    total = sum(0.0 if o == FAILED else float(o) for o in counted.values())
+    failed = sum(o == FAILED for o in counted.values())
     summary = {
-        "env": env, "model": model, "status": "complete",
-        "counts": {"problems": len(problems), "samples": len(outcomes), "scored": len(scores), "failed": len(failures)},
+        "env": env, "model": model, "status": status, "stage": "evaluate",
+        "counts": {"problems": len(problems), "samples": len(counted), "scored": len(counted) - failed,
+                   "failed": failed},
         "metrics": metrics if metrics is not None else {
-            "accuracy": total / len(outcomes), "pass@k": {"1": total / len(outcomes)},
-            "truncated_rate": len(truncated) / len(outcomes)},
+            "accuracy": total / len(counted), "pass@k": {"1": total / len(counted)},
+            "truncated_rate": len(truncated & set(counted)) / len(counted)},
         "config": {"sampling_params": {"temperature": temperature, "max_tokens": max_tokens, "n": n},
-                   "model_config": {"model_source": model}},
+                   "model_config": {"model_source": model}, **(config or {})},
     }
     (path / "summary.json").write_text(json.dumps(summary, indent=2))
     return path

@@ -35,11 +35,15 @@ def test_one_sample_per_problem_uses_mcnemar(tmp_path):
     assert acc["discordant"] == {"a_only": 1, "b_only": 6}
     assert acc["p_value"] == pytest.approx(0.125)
     assert acc["test"] == "McNemar (exact binomial)"
-    assert 0.0 <= acc["low"] <= 0.5 <= acc["high"] <= 0.9  # 6 of 7 discordant problems favour B
+    # one statistic: the Clopper-Pearson interval of 6/7 discordant for B, [0.421277, 0.996390] (scipy.stats.beta.ppf),
+    # as B − A = 7/10 · (2π − 1); it holds 0, as p = 0.125 > 0.05 says
+    assert (acc["low"], acc["high"]) == pytest.approx((0.7 * (2 * 0.4212768 - 1), 0.7 * (2 * 0.9963897 - 1)), abs=1e-6)
     assert result["metrics"]["pass@1"]["p_value"] == pytest.approx(0.125)
+    assert result["metrics"]["pass@1"]["low"] == acc["low"]
     assert [p["id"] for p in result["won"]] == ["3", "4", "5", "6", "7", "8"]
     assert [p["id"] for p in result["lost"]] == ["9"]
-    assert result["matched"] == {"samples": 10, "problems": 10, "a_only": 0, "b_only": 0}
+    assert result["matched"] == {"samples": 10, "problems": 10, "a_only": 0, "b_only": 0, "failed": {"a": 1, "b": 0}}
+    assert next(p for p in result["won"] if p["id"] == "5")["a_failed"] == 1
     assert compare_runs(run_a, run_b, rounds=500, seed=3) == result  # seeded: the same numbers again
 
 
@@ -69,14 +73,14 @@ def test_identical_gain_on_every_problem_gives_a_point_interval(tmp_path):
     b = write_run(tmp_path / "b", {(str(p), i): 1.0 for p in range(5) for i in range(2)}, n=2)
     acc = compare_runs(a, b, rounds=200)["metrics"]["accuracy"]
     assert (acc["low"], acc["diff"], acc["high"]) == pytest.approx((1.0, 1.0, 1.0))
-    assert acc["p_value"] == pytest.approx(1 / 201)
+    assert acc["p_value"] == pytest.approx(2 / 201)  # no resample on the far side of 0
 
 
 def test_only_shared_samples_are_paired(tmp_path):
     a = write_run(tmp_path / "a", {(str(p), 0): 1.0 for p in range(4)})
     b = write_run(tmp_path / "b", {(str(p), 0): 0.0 for p in range(2, 6)})
     result = compare_runs(a, b, rounds=100)
-    assert result["matched"] == {"samples": 2, "problems": 2, "a_only": 2, "b_only": 2}
+    assert result["matched"] == {"samples": 2, "problems": 2, "a_only": 2, "b_only": 2, "failed": {"a": 0, "b": 0}}
     assert result["metrics"]["accuracy"]["diff"] == pytest.approx(-1.0)
     assert [p["id"] for p in result["lost"]] == ["2", "3"]
 
@@ -100,7 +104,63 @@ def test_module_command_prints_text_and_json(tmp_path):
     assert "accuracy     0.400   0.900   +0.500" in text
     assert "McNemar (exact binomial), discordant: 1 A-only vs 6 B-only" in text
     assert "B won 6 problems" in text and "B lost 1 problems" in text and "9 (1→0/1)" in text
+    assert "5 (0→1/1, A failed 1)" in text and "failed samples (counted as wrong): A 1, B 0" in text
+    assert "bootstrap:" not in text  # no bootstrap was used
     data = json.loads(subprocess.run([sys.executable, "-m", "skyeval.report.compare", str(run_a), str(run_b), "--json"],
                                      capture_output=True, text=True, env=env, check=True).stdout)
     assert data["metrics"]["accuracy"]["p_value"] == pytest.approx(0.125)
     assert data["env"] == "gsm8k" and data["a"]["model"] == "old"
+
+
+def test_views_read_the_summarys_selection_not_the_whole_folder(tmp_path):
+    """Issue 25 item 2: 50-ish problems × n=4 left in the folder, then a re-run selecting 2
+    problems × n=2 (its summary: A=1.000, B=1.000). compare pairs only those 4 samples."""
+    a_all = {(str(p), i): 1.0 if (p < 2 and i < 2) else 0.0 for p in range(6) for i in range(4)}
+    b_all = {(str(p), i): 1.0 for p in range(6) for i in range(4)}
+    a = write_run(tmp_path / "a", a_all, n=2, selected={"0", "1"})
+    b = write_run(tmp_path / "b", b_all, n=2, selected={"0", "1"})
+    result = compare_runs(a, b, rounds=200)
+    acc = result["metrics"]["accuracy"]
+    assert (acc["a"], acc["b"], acc["diff"]) == (1.0, 1.0, 0.0)
+    assert result["matched"]["samples"] == 4 and result["matched"]["problems"] == 2
+    assert set(result["metrics"]) == {"accuracy", "pass@1", "pass@2"}  # not pass@4: n=2
+    assert result["won"] == [] and result["lost"] == []
+
+
+def test_fractional_scores_use_one_bootstrap_for_interval_and_p(tmp_path):
+    """Issue 25 item 6: n=1, fractional scores. Before: McNemar on score>=1 gave p 1.0 beside a
+    bootstrap interval [0.30, 0.30]. Now both come from the bootstrap, and agree."""
+    a = write_run(tmp_path / "a", {(str(p), 0): 0.2 for p in range(8)})
+    b = write_run(tmp_path / "b", {(str(p), 0): 0.5 for p in range(8)})
+    acc = compare_runs(a, b, rounds=300)["metrics"]["accuracy"]
+    assert acc["test"] == "paired bootstrap over problems" and "discordant" not in acc
+    assert (acc["low"], acc["diff"], acc["high"]) == pytest.approx((0.3, 0.3, 0.3))
+    assert acc["p_value"] == pytest.approx(2 / 301)  # B ahead on every resample: p small, interval off 0
+    # a real mixture: interval and p agree on whether 0 is plausible
+    mixed_b = write_run(tmp_path / "c", {(str(p), 0): (0.5 if p % 2 else 0.0) for p in range(8)})
+    acc = compare_runs(a, mixed_b, rounds=2000)["metrics"]["accuracy"]
+    assert acc["low"] < 0 < acc["high"] and acc["p_value"] > 0.05
+
+
+def test_mcnemar_is_exact_at_any_discordant_count():
+    """Before: the chi-square approximation above 25 discordant pairs. 30 vs 10 of 100:
+    exact two-sided p = 2 · P(Bin(40, 1/2) <= 10) = 0.0022214 (scipy.stats.binomtest agrees)."""
+    from math import comb
+
+    from skyeval.metrics.paired import mcnemar
+
+    exact = 2 * sum(comb(40, i) for i in range(11)) / 2**40
+    result = mcnemar(10, 30, 100)
+    assert result["p_value"] == pytest.approx(exact, rel=1e-9) and exact == pytest.approx(0.00222143, abs=1e-8)
+    assert result["diff"] == pytest.approx(0.2) and 0 < result["low"] < 0.2 < result["high"]
+    assert mcnemar(0, 0, 50) == {"diff": 0.0, "se": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0}
+    big = mcnemar(5000, 5000, 20000)  # large counts: no overflow, no approximation
+    assert big["p_value"] == pytest.approx(1.0) and big["low"] < 0 < big["high"]
+
+
+def test_problem_ids_in_natural_order(tmp_path):
+    """"2" before "10" among problems of equal gain, and in the pairing order."""
+    ids = ["10", "2", "1", "test/10", "test/9"]
+    a = write_run(tmp_path / "a", {(p, 0): 0.0 for p in ids}, env="x")
+    b = write_run(tmp_path / "b", {(p, 0): 1.0 for p in ids}, env="x")
+    assert [p["id"] for p in compare_runs(a, b)["won"]] == ["1", "2", "10", "test/9", "test/10"]
