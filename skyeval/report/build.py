@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from skyeval.errors import DataNotFoundError, SkyevalError
-from skyeval.report.runs import DASH, RunInfo, find_runs, fmt
+from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, setting_order, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
               "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
@@ -50,16 +50,13 @@ def build_report(roots: list[str | Path], out_dir: str | Path | None = None, vie
 
 
 def run_labels(runs: list[RunInfo]) -> list[str]:
-    """"model · env", plus the settings that differ between runs of the same model and env."""
+    """"model · env", plus the settings that differ between runs of the same model and env
+    (and the folder name when even those are equal)."""
     groups: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         groups[(run.model, run.env)].append(run)
-    labels = []
-    for run in runs:
-        group = groups[(run.model, run.env)]
-        varying = [k for k in ("T", "n", "max_tokens") if len({str(r.settings()[k]) for r in group}) > 1]
-        label = f"{run.model} · {run.env}" + "".join(f" · {k}={_g(run.settings()[k])}" for k in varying)
-        labels.append(label)
+    keys = {group: varying(members) for group, members in groups.items()}
+    labels = [f"{run.model} · {run.env}" + describe(run, keys[(run.model, run.env)]) for run in runs]
     seen: dict[str, int] = defaultdict(int)
     for label in labels:
         seen[label] += 1
@@ -67,34 +64,46 @@ def run_labels(runs: list[RunInfo]) -> list[str]:
 
 
 def models_by_benchmarks(runs: list[RunInfo], labels: list[str]):
-    """Rows (a model, with the settings that vary among its runs), columns (envs) and the
-    run in each cell (the last one found when several share a cell)."""
-    by_model: dict[str, list[RunInfo]] = defaultdict(list)
+    """Rows (a model, with every setting that differs among its runs of one env), columns
+    (envs) and the runs in each cell: several when runs share every setting (each shown)."""
+    by_group: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
-        by_model[run.model].append(run)
-    table: dict[tuple[str, str], RunInfo] = {}
-    for model, group in by_model.items():
-        varying = [k for k in ("T", "n", "max_tokens") if len({str(r.settings()[k]) for r in group}) > 1]
-        for run in group:
-            row = model + "".join(f" · {k}={_g(run.settings()[k])}" for k in varying)
-            table[(row, run.env)] = run
+        by_group[(run.model, run.env)].append(run)
+    keys: dict[str, list[str]] = defaultdict(list)
+    for (model, _), group in by_group.items():
+        keys[model] += [k for k in varying(group) if k not in keys[model]]
+    table: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        row = run.model + describe(run, sorted(keys[run.model], key=setting_order))
+        table[(row, run.env)].append(run)
     rows = sorted({r for r, _ in table})
     envs = sorted({e for _, e in table})
-    return rows, envs, table
+    return rows, envs, dict(table)
 
 
 def cell(run: RunInfo | None) -> str:
-    """"0.734 [0.701, 0.767] n=500/500" (samples/problems), or the accuracy alone without an interval."""
+    """"0.734 [0.701, 0.767] n=500/500" (samples/problems), or the accuracy alone without an
+    interval; a run that did not finish its selection is marked ("⚠ interrupted: ...")."""
     if run is None:
         return ""
     acc = run.accuracy
     interval = run.interval("accuracy")
+    mark = f" ⚠ {run.marker}" if run.marker else ""
     if acc is None:
-        return DASH
+        return DASH + mark
     if not interval:
-        return f"{acc:.3f}"
+        return f"{acc:.3f}{mark}"
     n = f" n={interval.get('n_samples', DASH)}/{interval.get('n_problems', DASH)}"
-    return f"{acc:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]{n}"
+    return f"{acc:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]{n}{mark}"
+
+
+def cells(found: list[RunInfo] | None) -> str:
+    """A matrix cell: one run's `cell`, or each of several runs' with its folder name."""
+    if not found:
+        return ""
+    if len(found) == 1:
+        return cell(found[0])
+    return "; ".join(f"{cell(run)} ({run.path.name})" for run in found)
 
 
 def _g(value) -> str:
@@ -151,8 +160,9 @@ def _markdown(runs, labels, rows, envs, table, plots) -> str:
 
     parts = [f"# skyeval report: {len(runs)} runs", "",
              "## Accuracy: models × benchmarks",
-             "", "accuracy [95% interval] n=samples/problems; interval method: " + _methods(runs), "",
-             md_table(["model", *envs], [[row, *(cell(table.get((row, env))) for env in envs)] for row in rows]), "",
+             "", "accuracy [95% interval] n=samples/problems; interval method: " + _methods(runs)
+             + ". ⚠ marks a run that stopped before finishing its selection.", "",
+             md_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows]), "",
              "## Runs", "", md_table(RUN_HEADER, _run_rows(runs, labels)), "", "## Plots", ""]
     parts += [f"![{title}]({name})" for title, name in plots.items()]
     return "\n".join(parts) + "\n"
@@ -166,7 +176,7 @@ def _html(runs, labels, rows, envs, table, plots, viewer: bool) -> str:
         body_html = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in body)
         return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body_html}</tbody></table>'
 
-    matrix = html_table(["model", *envs], [[row, *(cell(table.get((row, env))) for env in envs)] for row in rows], "matrix")
+    matrix = html_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows], "matrix")
     figures = "".join(f'<figure><img src="{e(name)}" alt="{e(title)}"><figcaption>{e(title)}</figcaption></figure>'
                       for title, name in plots.items())
     link = ('<p class="viewer"><a href="viewer.html">Open the sample viewer →</a> every sample with filters, search, '
@@ -188,7 +198,9 @@ figcaption {{ color: #4a5468; }}
 {link}
 <h2>Accuracy: models × benchmarks</h2>
 <p class="note">accuracy [95% interval] n=samples/problems · interval method: {e(_methods(runs))}.
-Failed samples count as wrong. — means the run's summary does not have the number.</p>
+Failed samples count as wrong. — means the run's summary does not have the number.
+A row is a model with the settings that differ among its runs; runs equal in every setting share a cell, each shown.
+⚠ marks a run that stopped before finishing its selection (interrupted, failed): its numbers cover what it finished.</p>
 {matrix}
 <h2>Runs</h2>
 {html_table(RUN_HEADER, _run_rows(runs, labels))}

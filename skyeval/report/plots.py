@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from skyeval.errors import MissingDependencyError
-from skyeval.report.runs import RunInfo
+from skyeval.report.runs import RunInfo, describe, varying
 
 
 def _pyplot():
@@ -34,18 +35,51 @@ def write_plots(runs: list[RunInfo], labels: list[str], out_dir: Path) -> dict[s
             (f"accuracy vs temperature on {env}", f"accuracy_vs_temperature_{env}.png", _versus("temperature")),
             (f"accuracy vs token budget on {env}", f"accuracy_vs_budget_{env}.png", _versus("max_tokens")),
         ):
-            fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
-            if draw(ax, group):
-                ax.set_title(title)
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=8)
-                fig.tight_layout()
-                fig.savefig(out_dir / name)
+            fig = figure(plt, title, draw, group)
+            if fig is not None:
+                fig.savefig(out_dir / name, bbox_inches="tight")
                 made[title] = name
-            plt.close(fig)
+                plt.close(fig)
     if runs:
         made["truncated and failed samples per run"] = _rates(plt, runs, labels, out_dir)
     return made
+
+
+def figure(plt, title: str, draw, group: list[tuple[RunInfo, str]]):
+    """One plot of `group` by `draw`, its legend outside the axes; None when there is nothing to draw."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    if not draw(ax, group):
+        plt.close(fig)
+        return None
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    legend_outside(ax)
+    return fig
+
+
+def legend_outside(ax):
+    """The legend to the right of the axes, so it never covers a curve."""
+    return ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def lines_versus(group: list[tuple[RunInfo, str]], setting: str) -> dict[str, list[RunInfo]]:
+    """Runs joined into one line: same model, every other setting equal, so the line shows
+    `setting` alone ("temperature" or "max_tokens"). Keyed by a legend label: the model and
+    the settings that tell its lines apart. Lines of one point are left out."""
+    plotted = "sampling_params." + setting
+    lines: dict[str, list[RunInfo]] = defaultdict(list)
+    for run, _ in group:
+        if getattr(run, setting) is not None and run.accuracy is not None:
+            rest = {k: v for k, v in run.knobs().items() if k != plotted}
+            lines[json.dumps([run.model, rest], sort_keys=True, default=str)].append(run)
+    lines = {key: members for key, members in lines.items() if len({getattr(r, setting) for r in members}) >= 2}
+    firsts = [members[0] for members in lines.values()]
+    labelled: dict[str, list[RunInfo]] = {}
+    for members in lines.values():
+        model_firsts = [r for r in firsts if r.model == members[0].model]
+        keys = [k for k in varying(model_firsts) if k != plotted]
+        labelled[members[0].model + describe(members[0], keys)] = sorted(members, key=lambda r: getattr(r, setting))
+    return labelled
 
 
 def _pass_at_k(ax, group) -> bool:
@@ -69,25 +103,18 @@ def _pass_at_k(ax, group) -> bool:
 
 
 def _versus(setting: str):
-    """Accuracy of runs of one model that differ in `setting`, with 95% intervals as error bars;
-    for budgets also each run's one-run estimate at smaller budgets (dashed)."""
+    """Accuracy of runs that differ in `setting` alone (`lines_versus`), with 95% intervals as
+    error bars; for budgets also each run's one-run estimate at smaller budgets (dashed)."""
 
     def draw(ax, group) -> bool:
-        lines: dict[str, list[tuple[float, float, Any, Any]]] = defaultdict(list)
-        for run, _ in group:
-            x = getattr(run, setting)
-            if x is not None and run.accuracy is not None:
-                lo, hi = _bounds(run, "accuracy", run.accuracy)
-                lines[run.model].append((x, run.accuracy, lo, hi))
         drawn = False
-        for model, points in sorted(lines.items()):
-            if len({p[0] for p in points}) < 2:
-                continue
-            points.sort()
-            xs, ys, los, his = zip(*points)
-            err = [[y - (lo if lo is not None else y) for y, lo in zip(ys, los)],
-                   [(hi if hi is not None else y) - y for y, hi in zip(ys, his)]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=model)
+        for label, members in sorted(lines_versus(group, setting).items()):
+            xs = [getattr(r, setting) for r in members]
+            ys = [r.accuracy for r in members]
+            bounds = [_bounds(r, "accuracy", r.accuracy) for r in members]
+            err = [[y - (lo if lo is not None else y) for y, (lo, _) in zip(ys, bounds)],
+                   [(hi if hi is not None else y) - y for y, (_, hi) in zip(ys, bounds)]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
             drawn = True
         if setting == "max_tokens":
             for run, label in group:
@@ -118,10 +145,9 @@ def _rates(plt, runs, labels, out_dir: Path) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("share of samples")
     ax.set_xlim(0, max(0.05, *truncated, *failed) * 1.15)
-    ax.legend(fontsize=8, loc="best")
+    legend_outside(ax)
     ax.set_title("truncated and failed samples per run")
-    fig.tight_layout()
-    fig.savefig(out_dir / "rates.png")
+    fig.savefig(out_dir / "rates.png", bbox_inches="tight")
     plt.close(fig)
     return "rates.png"
 

@@ -166,11 +166,10 @@ class RunInfo:
 
 
 def is_run_folder(path: Path) -> bool:
-    """A folder whose summary.json describes a run (it has counts, and a config in it or
-    beside it): an `audit/` folder's summary.json, or a report's, is not one."""
+    """A folder whose summary.json describes a run (it has the contract's `counts`): an
+    `audit/` folder's summary.json, or a curated dataset's, is not one."""
     summary = _read_summary(path)
-    return (isinstance(summary, dict) and "counts" in summary
-            and ("config" in summary or (path / "config.yaml").is_file()))
+    return isinstance(summary, dict) and isinstance(summary.get("counts"), dict)
 
 
 def find_runs(roots: list[str | os.PathLike]) -> list[RunInfo]:
@@ -211,6 +210,39 @@ def outcomes(run_dir: str | os.PathLike, selection: Selection | None = None) -> 
     for record in selection.records(run_dir, "scores"):
         found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(float(record.get("score") or 0.0))
     return found
+
+
+def varying(runs: list[RunInfo]) -> list[str]:
+    """The settings (`RunInfo.knobs`) whose values differ among `runs`, in a stable order.
+    A setting some summaries lack (older runs) is unknown there, not different."""
+    knobs = [run.knobs() for run in runs]
+    names = sorted(set.intersection(*(set(kn) for kn in knobs)) if knobs else (), key=setting_order)
+    return [k for k in names if len({json.dumps(kn.get(k), sort_keys=True, default=str) for kn in knobs}) > 1]
+
+
+def describe(run: RunInfo, keys: list[str]) -> str:
+    """" · T=0.7 · env.limit=50" for the given settings of a run."""
+    knobs = run.knobs()
+    return "".join(f" · {_short_name(k)}={_value(knobs.get(k))}" for k in keys)
+
+
+def setting_order(key: str) -> tuple[int, str]:
+    first = ("sampling_params.temperature", "sampling_params.n", "sampling_params.max_tokens")
+    return (first.index(key), "") if key in first else (len(first), key)
+
+
+def _short_name(key: str) -> str:
+    return {"sampling_params.temperature": "T", "sampling_params.n": "n",
+            "sampling_params.max_tokens": "max_tokens"}.get(key, key.removeprefix("sampling_params."))
+
+
+def _value(value) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, float):
+        return format(value, "g")
+    text = str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def natural_key(text: str) -> list:

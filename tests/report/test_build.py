@@ -101,3 +101,67 @@ def test_budget_shapes():
     assert budget_points({"rows": [{"max_tokens": 64, "accuracy": 0.1}, {"budget": 128, "accuracy": 0.2}]}) == [(64.0, 0.1), (128.0, 0.2)]
     assert budget_points({"1024": {"accuracy": 0.3, "n": 5}, "note": "estimate"}) == [(1024.0, 0.3)]
     assert budget_points(None) == []
+
+
+def _runs_of_one_model(root: Path) -> None:
+    """A 50-problem run, a 3-problem smoke test of the same model and settings, a twin of the
+    smoke test in another folder, and an interrupted run of 300 problems that finished 4."""
+    def run(name, problems, limit, right, **kw):
+        outcomes = {(str(p), 0): 1.0 if p < right else 0.0 for p in range(problems)}
+        acc = right / problems
+        write_run(root / name, outcomes, model="qwen", config={"env": {"name": "gsm8k", "limit": limit},
+                                                               **kw.pop("config", {})},
+                  metrics={"accuracy": acc, "intervals": {"accuracy": interval(acc, problems, problems)}}, **kw)
+
+    run("full", 50, 50, 40)
+    run("smoke", 3, 3, 2)
+    run("smoke_again", 3, 3, 3)
+    run("stopped", 4, 300, 4, status="interrupted")
+    (root / "full" / "audit").mkdir()  # what `audit run_dir=...` leaves: not a run
+    (root / "full" / "audit" / "summary.json").write_text(json.dumps({"run_dir": "x", "env": "gsm8k", "generations": 3}))
+
+
+def test_every_run_is_in_the_matrix_and_audit_folders_are_not_runs(tmp_path):
+    """Issue 25 items 1, 3, 5: before, the matrix kept the last run of a cell (the 50-problem run
+    was only in the Runs table), the audit/ folder was a run, an interrupted run had no marker."""
+    _runs_of_one_model(tmp_path / "runs")
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "runs"), "--out", str(out), "--no-viewer"]) == 0
+    md = (out / "summary.md").read_text()
+    assert md.startswith("# skyeval report: 4 runs")
+    rows = list(csv.DictReader((out / "runs.csv").open()))
+    assert sorted(Path(r["path"]).name for r in rows) == ["full", "smoke", "smoke_again", "stopped"]
+    matrix = md.split("## Runs")[0]
+    assert "| qwen · env.limit=50 | 0.800 [0.760, 0.840] n=50/50 |" in matrix
+    # the two runs equal in every setting share a cell, both shown
+    assert ("| qwen · env.limit=3 | 0.667 [0.627, 0.707] n=3/3 (smoke); "
+            "1.000 [0.960, 1.040] n=3/3 (smoke_again) |") in matrix
+    assert "| qwen · env.limit=300 | 1.000 [0.960, 1.040] n=4/4 ⚠ interrupted: 4 problems |" in matrix
+    assert "⚠ interrupted: 4 problems" in md.split("## Runs")[1]  # and in its row of the Runs table
+
+
+def test_plots_join_only_runs_that_differ_in_the_plotted_setting(tmp_path):
+    """Issue 25 item 4: a T=0, 100-problem, 4096-token run and a T=0.6, 50-problem, 32768-token
+    run were one line of accuracy vs temperature. Now only T-only differences form a line."""
+    from skyeval.report.plots import _pyplot, figure, lines_versus, _versus
+    from skyeval.report.runs import find_runs
+
+    for name, t, limit, budget in (("a", 0.0, 100, 4096), ("b", 0.6, 50, 32768), ("c", 0.6, 100, 4096),
+                                   ("d", 1.0, 100, 4096), ("e", 1.0, 50, 32768)):
+        write_run(tmp_path / name, {(str(p), 0): 1.0 if p < 2 else 0.0 for p in range(4)}, model="m", temperature=t,
+                  max_tokens=budget, config={"env": {"name": "gsm8k", "limit": limit}})
+    runs = find_runs([tmp_path])
+    group = [(r, r.path.name) for r in runs]
+    lines = lines_versus(group, "temperature")
+    assert {label: [r.path.name for r in members] for label, members in lines.items()} == {
+        "m · max_tokens=4096 · env.limit=100": ["a", "c", "d"],
+        "m · max_tokens=32768 · env.limit=50": ["b", "e"]}
+    assert lines_versus(group, "max_tokens") == {}  # no two runs differ in the budget alone
+
+    plt = _pyplot()
+    fig = figure(plt, "accuracy vs temperature", _versus("temperature"), group)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= axes.x1  # the legend sits right of the axes: it covers no data
+    plt.close(fig)
