@@ -339,3 +339,43 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     return str(value)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The samples a run's summary counts: problems `ids` (None: every problem in the
+    folder) and sample indices below `n` (None: every index).
+
+    The one rule for what a folder's views read (docs/metrics.md): report, compare, the
+    viewer, trackers, audit and curation read exactly this. The problems are the ids of
+    scores/per_problem rows, which every scoring run rewrites for the problems it counts;
+    n is the summary's sampling n. A folder may hold more (a larger earlier run's records,
+    kept for resuming): views leave them out."""
+
+    n: int | None = None
+    ids: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, run_dir: str | os.PathLike, summary: dict[str, Any] | None = None) -> "Selection":
+        """The selection of the run folder's summary.json (or of `summary`, already read).
+        A folder without summary.json selects everything it holds."""
+        path = Path(run_dir)
+        if summary is None:
+            summary = read_json(path / "summary.json") or {}
+        n = ((summary.get("config") or {}).get("sampling_params") or {}).get("n")
+        n = n if isinstance(n, int) and not isinstance(n, bool) else None
+        ids = None
+        if summary.get("stage") != "generate":  # only scoring stages write per-problem rows
+            rows = list((path / "scores").glob("per_problem*.jsonl"))
+            if rows:
+                ids = frozenset(str(row["id"]) for file in rows for row in read_jsonl(file))
+        return cls(n=n, ids=ids)
+
+    def holds(self, record: dict[str, Any]) -> bool:
+        """Whether a record (with "id" and "sample_idx") is one the summary counts."""
+        return ((self.n is None or int(record.get("sample_idx") or 0) < self.n)
+                and (self.ids is None or str(record.get("id")) in self.ids))
+
+    def records(self, run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
+        """The records of `kind` (generations, scores, failures) in this selection, streamed."""
+        return (r for r in iter_records(run_dir, kind) if self.holds(r))

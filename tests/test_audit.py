@@ -84,3 +84,20 @@ def test_audit_bad_input_is_a_clear_error(tmp_path):
         main([f"run_dir={tmp_path}"])
     proc = subprocess.run([sys.executable, "-m", "skyeval.audit", f"run_dir={tmp_path}"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("skyeval: error:")
+
+
+def test_audit_grades_only_the_summarys_selection(tmp_path, data_dir, golds):
+    """Issue 25 item 2: after a smaller re-run (problem id0 x n=1) the folder still holds an
+    earlier run's generations; audit graded them all before."""
+    (id0, gold0), (id1, gold1), _ = golds
+    records = [{"id": id0, "sample_idx": 0, "generation": f"\\boxed{{{gold0}}}"},
+               {"id": id0, "sample_idx": 1, "generation": "no answer"},  # index >= n: not selected
+               {"id": id1, "sample_idx": 0, "generation": f"\\boxed{{{gold1}}}"}]  # another problem
+    run_dir = _run_folder(tmp_path, data_dir, records)
+    (run_dir / "summary.json").write_text(json.dumps({"env": "math500", "stage": "evaluate", "counts": {},
+                                                      "config": {"sampling_params": {"n": 1}}}))
+    (run_dir / "scores").mkdir()
+    (run_dir / "scores" / "per_problem-part-00000.jsonl").write_text(json.dumps({"id": id0}) + "\n")
+    assert main([f"run_dir={run_dir}"]) == 0
+    summary = json.loads((run_dir / "audit" / "summary.json").read_text())
+    assert (summary["generations"], summary["both_right"], summary["skipped"]) == (1, 1, 0)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from skyeval.backends.ray_session import dataset_of as to_dataset  # noqa: F401 (re-exported)
 from skyeval.errors import DataNotFoundError
-from skyeval.results import RunFolder, key_of, write_json, write_rows
+from skyeval.results import RunFolder, Selection, key_of, write_json, write_rows
 
 if TYPE_CHECKING:
     from skyeval.envs.base import Env
@@ -20,14 +20,15 @@ log = logging.getLogger("skyeval")
 
 
 def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
-    """The scored samples of a run (scores/), each with its texts (prompt, generation,
-    reasoning) from generations/. Raises if the run was never scored."""
+    """The scored samples of a run's summary (`Selection`: scores/), each with its texts
+    (prompt, generation, reasoning) from generations/. Raises if the run was never scored."""
     folder = RunFolder(run_dir)
     if next(folder.records("scores"), None) is None:
         raise DataNotFoundError(f"{folder.path} has no scores: score the run first "
                                 f"(python -m skyeval.cli score run_dir={folder.path})")
-    texts = {key_of(g): {k: g.get(k) for k in _TEXTS if k in g} for g in folder.records("generations")}
-    return [{**r, **texts.get(key_of(r), {})} for r in folder.records("scores")]
+    selection = Selection.of(folder.path)
+    texts = {key_of(g): {k: g.get(k) for k in _TEXTS if k in g} for g in selection.records(folder.path, "generations")}
+    return [{**r, **texts.get(key_of(r), {})} for r in selection.records(folder.path, "scores")]
 
 
 _TEXTS = ("prompt", "generation", "reasoning")

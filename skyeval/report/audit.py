@@ -1,6 +1,6 @@
 """`audit run_dir=PATH [out=FILE]`: grade a math run folder twice, side by side.
 
-Every generation of the run is graded with skyeval's grader (the env's ``score_item``)
+Every generation the run's summary counts (`skyeval.results.Selection`) is graded with skyeval's grader (the env's ``score_item``)
 and with plain math-verify, ``verify(parse("\\boxed{gold}"), parse(generation))`` with
 its default settings. Every disagreement (id, sample_idx, gold, what each side extracted,
 both verdicts, skyeval's parse_error, the generation's last characters) goes to
@@ -39,7 +39,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     and the counts to ``out``'s folder as summary.json. Returns the counts."""
     import logging
 
-    from skyeval.results import iter_records
+    from skyeval.results import Selection
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # its time-out warnings quote whole texts
     env, golds = _env_and_golds(run_dir)
@@ -47,7 +47,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     with out.open("w", encoding="utf-8") as fh:
-        for record in iter_records(run_dir, "generations"):
+        for record in Selection.of(run_dir).records(run_dir, "generations"):
             gold = record["expected"] if record.get("expected") is not None else golds.get(str(record.get("id")))
             generation = record.get("generation")
             if gold is None or not isinstance(generation, str):

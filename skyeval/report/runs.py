@@ -1,11 +1,8 @@
 """Run folders as the views read them: the summary's headline fields, its selection, and
 each sample's outcome.
 
-The rule every view obeys (docs/metrics.md, "What a folder's views read"): a view reads
-exactly the samples the summary counts, its `Selection`: the problems its last run selected
-(the ids of scores/per_problem rows, rewritten by every run) and sample indices below its n.
-A folder may hold more (an earlier, larger run's records, kept for resuming); views leave
-them out. Missing fields stay None (shown as "—"); outcomes stream from the part files."""
+Every view reads exactly the samples the summary counts (`skyeval.results.Selection`).
+Missing fields stay None (shown as "—"); outcomes stream from the part files."""
 
 from __future__ import annotations
 
@@ -14,54 +11,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from skyeval.errors import DataNotFoundError
 from skyeval.metrics import CORRECT
-from skyeval.results import iter_records, read_jsonl
+from skyeval.results import Selection, read_json
 
 DASH = "—"
 SETTLED = ("complete", "complete_with_failures")  # statuses of runs that finished their selection
 NOT_SETTINGS = ("logging", "shard", "data_dir", "dry_run", "overwrite", "retry_failures", "imports", "scaling",
                 "stage")  # config sections that do not change a run's numbers
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The samples a run's summary counts: problems `ids` (None: every problem in the
-    folder) and sample indices below `n` (None: every index)."""
-
-    n: int | None = None
-    ids: frozenset[str] | None = None
-
-    @classmethod
-    def of(cls, run_dir: str | os.PathLike, summary: dict[str, Any] | None = None) -> "Selection":
-        """The selection of the run folder's summary.json (or of `summary`, already read).
-        A folder without summary.json selects everything it holds."""
-        path = Path(run_dir)
-        if summary is None:
-            summary = _read_summary(path) or {}
-        n = _number(((summary.get("config") or {}).get("sampling_params") or {}).get("n"))
-        ids = None
-        if summary.get("stage") != "generate":  # only scoring stages write per-problem rows
-            rows = list((path / "scores").glob("per_problem*.jsonl"))
-            if rows:
-                ids = frozenset(str(row["id"]) for file in rows for row in read_jsonl(file))
-        return cls(n=n, ids=ids)
-
-    def holds(self, record: dict[str, Any]) -> bool:
-        """Whether a record (with "id" and "sample_idx") is one the summary counts."""
-        return ((self.n is None or int(record.get("sample_idx") or 0) < self.n)
-                and (self.ids is None or str(record.get("id")) in self.ids))
-
-    def records(self, run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
-        """The records of `kind` (generations, scores, failures) in this selection, streamed."""
-        return (r for r in iter_records(run_dir, kind) if self.holds(r))
-
-
-def selected_records(run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
-    """A run folder's records of `kind` that its summary counts (`Selection`)."""
-    return Selection.of(run_dir).records(run_dir, kind)
 
 
 @dataclass
@@ -260,10 +219,7 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 
 def _read_summary(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+    return read_json(path / "summary.json")
 
 
 def _number(value: Any) -> Any:

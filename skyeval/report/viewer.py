@@ -3,6 +3,7 @@
 Pages opened from file:// cannot fetch() other files, so data travels as JavaScript files
 that the page adds as `<script src>` when it needs them: `data/index.js` (the runs),
 `data/rN/list-K.js` (compact rows: outcome, answers, short text, for filters and search)
+of the samples the run's summary counts (`skyeval.results.Selection`)
 and `data/rN/text-K.js` (full prompt, reasoning and answer, loaded when a sample is opened).
 A run is read once, streamed, and written in chunks, so 100k samples stay usable.
 """
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from skyeval.report.runs import RunInfo
-from skyeval.results import iter_records
 
 LIST_CHUNK = 5000  # rows per list file
 TEXT_CHUNK = 200  # samples per full-text file
@@ -45,20 +45,21 @@ def write_viewer(runs: list[RunInfo], labels: list[str], out_dir: Path) -> Path:
 
 
 def _write_run(run: RunInfo, folder: Path, key: str) -> dict[str, Any]:
-    """Stream one run into list and text chunks; returns counts for the index."""
+    """Stream the samples of one run's selection into list and text chunks; returns counts for the index."""
     folder.mkdir(parents=True)
+    selection = run.selection
     scores: dict[tuple[str, int], tuple] = {}
-    for r in iter_records(run.path, "scores"):
+    for r in selection.records(run.path, "scores"):
         scores[(str(r["id"]), int(r["sample_idx"]))] = (
             float(r.get("score") or 0.0), r.get("extracted"), bool(r.get("parse_failed")), r.get("expected"),
             r.get("finish_reason"))
     failures: dict[tuple[str, int], str] = {}
-    for r in iter_records(run.path, "failures"):
+    for r in selection.records(run.path, "failures"):
         failures[(str(r["id"]), int(r["sample_idx"]))] = (
             f"{r.get('stage', '?')} failed: {r.get('error_type', 'error')}: {r.get('message', '')}")
 
     writer = _ChunkWriter(folder, key)
-    for gen in iter_records(run.path, "generations"):
+    for gen in selection.records(run.path, "generations"):
         k = (str(gen["id"]), int(gen["sample_idx"]))
         writer.add(k, scores.pop(k, None), failures.pop(k, None), gen)
     for k, score in scores.items():  # scored, but the generation record is missing (older folders)

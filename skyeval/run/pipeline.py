@@ -247,7 +247,7 @@ class _Pipeline:
         outcome = self.outcome
         if self.stage == "score" and not outcome.interrupted:
             replace_scores(self.folder, self.staging)
-        account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard)
+        outside = account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard)
         outcome.failures_by_stage = self.recorder.failures_by_stage
         outcome.failed = sum(self.recorder.failures_by_stage.values())
         outcome.scored = self.progress.counts["scored"]
@@ -258,6 +258,10 @@ class _Pipeline:
             path.unlink(missing_ok=True)
         log.info("%s %d samples of %d problems in %.1fs: %d scored, %d failed", self.stage, outcome.samples,
                  outcome.problems, time.monotonic() - self.progress.start, outcome.scored, outcome.failed)
+        if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
+            log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
+                     "that selection: kept, not counted (summary.json, report, compare and the viewer read "
+                     "the selection)", outcome.problems, self.n, outside)
         if outcome.problems == 0:
             log.warning("env %s has no problems%s: nothing to do", self.env.name,
                         f" (env.limit={self.env.limit})" if self.env.limit is not None else "")

@@ -111,11 +111,12 @@ class EarlierRecords:
         return records(self.parts["generations"])
 
 
-def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int, stage: str, shard: Shard) -> None:
+def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int, stage: str, shard: Shard) -> int:
     """Count what earlier runs left for this run's samples into `recorder`, and drop
     failure records that a later success (or a newer failure of the same sample)
     superseded. A shard rewrites only its own part files: the other shards may be writing
-    theirs right now."""
+    theirs right now. Returns how many earlier samples lie outside this run's selection
+    (other problems, indices >= n): kept in the folder, not counted."""
     fresh = earlier.empty  # nothing earlier to count or supersede: skip the look-up sets
     new_scored = KeySet(hashes=() if fresh else recorder.new_scored)  # 8 bytes a key, sorted
     new_failed = KeySet(hashes=() if fresh else recorder.new_failed)
@@ -132,12 +133,17 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
             return key in earlier.generated or key in new_generated
         return stage == "score"  # a re-score replaces every earlier score failure
 
+    outside = 0
     if stage == "evaluate":
         for record in records(earlier.parts["scores"]):
             if ours(key_of(record)):
                 with recorder.lock:
                     recorder.metrics.add_score(record)
                     recorder.progress.counts["scored"] += 1
+            else:
+                outside += 1
+    elif stage == "generate" and not fresh:
+        outside += sum(not ours(key_of(r)) for r in records(earlier.parts["generations"]))
     for path in earlier.parts["failures"]:
         dropped = False
         for record in read_jsonl(path):
@@ -146,8 +152,11 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
                 continue
             if ours(key_of(record)):
                 recorder.count_failure(record)
+            else:
+                outside += 1
         if dropped and path.name.startswith(shard.prefix):
             write_rows((r for r in read_jsonl(path) if not superseded(r)), path)
+    return outside
 
 
 def replace_scores(folder: RunFolder, staging: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from skyeval.config.schema import RunConfig
 from skyeval.config.secrets import redact
 from skyeval.errors import MissingDependencyError
-from skyeval.results import iter_records
+from skyeval.results import Selection
 
 log = logging.getLogger("skyeval")
 
@@ -70,11 +70,13 @@ def metric_values(summary: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-def sample_rows(run_dir: Path, limit: int = MAX_TABLE_ROWS) -> Iterator[list[Any]]:
-    """One row per scored or failed sample (COLUMNS), streamed from the run folder."""
+def sample_rows(run_dir: Path, limit: int = MAX_TABLE_ROWS, summary: dict[str, Any] | None = None) -> Iterator[list[Any]]:
+    """One row per scored or failed sample (COLUMNS) of the samples the summary counts
+    (`Selection`: `summary`, else the folder's summary.json), streamed from the run folder."""
+    selection = Selection.of(run_dir, summary)
     produced = 0
     for kind in ("scores", "failures"):
-        for r in iter_records(run_dir, kind):
+        for r in selection.records(run_dir, kind):
             if produced == limit:
                 log.warning("tracker table holds the first %d samples only; the run folder has them all", limit)
                 return
@@ -96,7 +98,7 @@ def _wandb(wandb, summary, run_dir: Path, options: dict, cfg: dict) -> None:
         run.summary.update({**metric_values(summary), "env": summary.get("env"), "model": summary.get("model"),
                             "status": summary.get("status")})
         table = wandb.Table(columns=COLUMNS)
-        for row in sample_rows(run_dir):
+        for row in sample_rows(run_dir, summary=summary):
             table.add_data(*row)
         run.log({"samples": table})
     finally:
@@ -114,7 +116,7 @@ def _mlflow(mlflow, summary, run_dir: Path, options: dict, cfg: dict) -> None:
                                                        if not isinstance(v, (dict, list))}})
         mlflow.log_metrics({_mlflow_name(k): v for k, v in metric_values(summary).items()})
         columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-        for row in sample_rows(run_dir):
+        for row in sample_rows(run_dir, summary=summary):
             for c, v in zip(COLUMNS, row):
                 columns[c].append(v)
         mlflow.log_dict(columns, "samples.json")
