@@ -68,11 +68,13 @@ class RunInfo:
 
     @property
     def marker(self) -> str:
-        """"" for a run that finished its selection, else e.g. "interrupted: 73 problems, 10 samples missing"."""
+        """"" for a run that finished its selection, else e.g. "interrupted: 73 of 300 problems, 10 samples missing"."""
         if self.status is None or self.status in SETTLED:
             return ""
         missing = self.counts.get("missing")
-        return (f"{self.status}: {fmt(self.counts.get('problems'))} problems"
+        limit = (self.config.get("env") or {}).get("limit")
+        of = f" of {limit}" if isinstance(limit, int) and limit != self.counts.get("problems") else ""
+        return (f"{self.status}: {fmt(self.counts.get('problems'))}{of} problems"
                 + (f", {missing} samples missing" if missing else ""))
 
     @property

@@ -136,8 +136,8 @@ def test_every_run_is_in_the_matrix_and_audit_folders_are_not_runs(tmp_path):
     # the two runs equal in every setting share a cell, both shown
     assert ("| qwen · env.limit=3 | 0.667 [0.627, 0.707] n=3/3 (smoke); "
             "1.000 [0.960, 1.040] n=3/3 (smoke_again) |") in matrix
-    assert "| qwen · env.limit=300 | 1.000 [0.960, 1.040] n=4/4 ⚠ interrupted: 4 problems |" in matrix
-    assert "⚠ interrupted: 4 problems" in md.split("## Runs")[1]  # and in its row of the Runs table
+    assert "| qwen · env.limit=300 | 1.000 [0.960, 1.040] n=4/4 ⚠ interrupted: 4 of 300 problems |" in matrix
+    assert "⚠ interrupted: 4 of 300 problems" in md.split("## Runs")[1]  # and in its row of the Runs table
 
 
 def test_plots_join_only_runs_that_differ_in_the_plotted_setting(tmp_path):
