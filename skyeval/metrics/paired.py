@@ -64,22 +64,27 @@ def _solve(f: Callable[[float], float], rising: bool) -> float:
 
 
 def paired_bootstrap(
-    statistic: Callable[[np.ndarray], np.ndarray], n_problems: int, rounds: int = 2000, seed: int = 0
-) -> np.ndarray:
-    """`statistic(weights)` for `rounds` resamples of the problems with replacement.
+    statistics: dict[str, Callable[[np.ndarray], np.ndarray]], n_problems: int, rounds: int = 2000, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Each `statistic(weights)` for the same `rounds` resamples of the problems with
+    replacement (one set of resamples for every metric, so they stay paired).
 
-    `weights` is a (batch, n_problems) array of how often each problem was drawn; the
+    `weights` is a (batch, n_problems) array of how often each problem was drawn; a
     statistic returns one value per row. Batches keep memory bounded for large runs."""
+    if not statistics:
+        return {}
     rng = np.random.default_rng(seed)
     batch = max(1, min(rounds, 2_000_000 // max(n_problems, 1)))
-    out = []
+    out: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
     done = 0
     while done < rounds:
         size = min(batch, rounds - done)
-        weights = rng.multinomial(n_problems, np.full(n_problems, 1.0 / n_problems), size=size)
-        out.append(statistic(weights.astype(np.float64)))
+        drawn = rng.integers(0, n_problems, size=(size, n_problems)) + n_problems * np.arange(size)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=size * n_problems).reshape(size, n_problems).astype(np.float64)
+        for name, statistic in statistics.items():
+            out[name].append(statistic(weights))
         done += size
-    return np.concatenate(out)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
 
 
 def bootstrap_summary(observed: float, draws: np.ndarray) -> dict[str, float]:

@@ -36,7 +36,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
                           f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
     out_a, out_b = outcomes(info_a.path, info_a.selection), outcomes(info_b.path, info_b.selection)
-    keys = sorted(set(out_a) & set(out_b), key=lambda k: (natural_key(k[0]), k[1]))
+    keys = set(out_a) & set(out_b)
     if not keys:
         raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index) in their "
                           "summaries' selections: nothing to pair")
@@ -47,7 +47,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         a, b = out_a[key], out_b[key]
         by_problem[key[0]].append((a.score, b.score, a.correct, b.correct, a.failed, b.failed))
         binary = binary and a.score in (0.0, 1.0) and b.score in (0.0, 1.0)
-    ids = list(by_problem)  # natural order
+    ids = sorted(by_problem, key=natural_key)  # "2" before "10"
     count = np.array([len(by_problem[i]) for i in ids], dtype=np.float64)
     score_a, score_b, right_a, right_b, failed_a, failed_b = (
         np.array([sum(s[j] for s in by_problem[i]) for i in ids], dtype=np.float64) for j in range(6)
@@ -64,11 +64,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         a_only, b_only = int(np.sum((right_a == 1) & (right_b == 0))), int(np.sum((right_a == 0) & (right_b == 1)))
         accuracy.update(mcnemar(a_only, b_only, len(ids)), test="McNemar (exact binomial)",
                         discordant={"a_only": a_only, "b_only": b_only})
-    else:
-        accuracy.update(bootstrap_summary(observed, paired_bootstrap(acc_diff, len(ids), rounds, seed)),
-                        test="paired bootstrap over problems")
     metrics["accuracy"] = accuracy
 
+    statistics = {} if mcnemar_applies else {"accuracy": acc_diff}
     for k in ks_for(int(count.max())):
         eligible = count >= k
         pa = np.array([pass_at_k(int(n), int(c), k) if ok else 0.0 for n, c, ok in zip(count, right_a, eligible)])
@@ -79,13 +77,16 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
             drawn = w @ mask
             return np.where(drawn > 0, (w @ gain) / np.maximum(drawn, 1), 0.0)
 
-        obs = float(gain[eligible].mean())
-        entry = {"a": float(pa[eligible].mean()), "b": float(pb[eligible].mean()),
-                 **bootstrap_summary(obs, paired_bootstrap(pass_diff, len(ids), rounds, seed)),
-                 "test": "paired bootstrap over problems", "n_problems": int(eligible.sum())}
+        metrics[f"pass@{k}"] = {"a": float(pa[eligible].mean()), "b": float(pb[eligible].mean()),
+                                "diff": float(gain[eligible].mean()), "n_problems": int(eligible.sum())}
         if k == 1 and mcnemar_applies:  # pass@1 is the accuracy: the same test, not a second one
-            entry.update({key: accuracy[key] for key in ("low", "high", "se", "p_value", "test")})
-        metrics[f"pass@{k}"] = entry
+            metrics["pass@1"].update({key: accuracy[key] for key in ("low", "high", "se", "p_value", "test")})
+        else:
+            statistics[f"pass@{k}"] = pass_diff
+    draws = paired_bootstrap(statistics, len(ids), rounds, seed)  # one set of resamples for every metric
+    for name, values in draws.items():
+        metrics[name].update(bootstrap_summary(metrics[name].get("diff", observed), values),
+                             test="paired bootstrap over problems")
 
     rate_a, rate_b = right_a / count, right_b / count
     order = np.argsort(-np.abs(rate_b - rate_a), kind="stable")  # ties stay in natural id order
