@@ -6,7 +6,7 @@ Writes two run folders of P problems x 8 samples (default 30,000: 240k records e
 ~600-character generation per sample), whose summaries select P/2 problems x n=4 (a
 quarter: 60k records), and the same two folders with summaries that select everything
 (the baseline: what the views read before). Prints, per view, wall time and Python peak
-memory (tracemalloc), and the records each read.
+memory (tracemalloc, a second call), and the records each read.
 
 Run: python scripts/bench_views.py [--problems 30000]
 """
@@ -60,13 +60,15 @@ def write_folder(path: Path, problems: int, seed: int, select: bool) -> None:
 
 
 def measure(name: str, fn) -> None:
-    tracemalloc.start()
+    """Wall time of one call, then Python peak memory of another under tracemalloc (which slows it)."""
     start = time.perf_counter()
     count = fn()
     elapsed = time.perf_counter() - start
+    tracemalloc.start()
+    fn()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"  {name:<34} {elapsed:7.2f} s  {peak / 2**20:7.1f} MiB peak  ({count} records)")
+    print(f"  {name:<34} {elapsed:7.2f} s  {peak / 2**20:7.1f} MiB peak  ({count} records)", flush=True)
 
 
 def main() -> None:
@@ -93,7 +95,6 @@ def main() -> None:
             print(f"reading {label}:")
             measure("compare (2000 resamples)", lambda: compare_runs(a, b)["matched"]["samples"])
             out = root / f"viewer-{prefix}"
-            out.mkdir()
 
             def viewer() -> int:
                 write_viewer([RunInfo.load(a)], ["a"], out)

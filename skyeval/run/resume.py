@@ -141,9 +141,9 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
                     recorder.metrics.add_score(record)
                     recorder.progress.counts["scored"] += 1
             else:
-                outside += 1
+                outside += shard.owns(str(record["id"]))  # another shard's records are not outside
     elif stage == "generate" and not fresh:
-        outside += sum(not ours(key_of(r)) for r in records(earlier.parts["generations"]))
+        outside += sum(not ours(key) and shard.owns(key[0]) for key in map(key_of, records(earlier.parts["generations"])))
     for path in earlier.parts["failures"]:
         dropped = False
         for record in read_jsonl(path):
@@ -153,7 +153,7 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
             if ours(key_of(record)):
                 recorder.count_failure(record)
             else:
-                outside += 1
+                outside += shard.owns(str(record["id"]))
         if dropped and path.name.startswith(shard.prefix):
             write_rows((r for r in read_jsonl(path) if not superseded(r)), path)
     return outside
