@@ -74,7 +74,7 @@ def paired_bootstrap(
     if not statistics:
         return {}
     rng = np.random.default_rng(seed)
-    batch = max(1, min(rounds, 2_000_000 // max(n_problems, 1)))
+    batch = max(1, min(rounds, 500_000 // max(n_problems, 1)))  # resamples at a time: a few MiB
     out: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
     done = 0
     while done < rounds:

@@ -149,7 +149,7 @@ def find_runs(roots: list[str | os.PathLike]) -> list[RunInfo]:
     return [runs[p] for p in sorted(runs)]
 
 
-@dataclass
+@dataclass(slots=True)
 class SampleOutcome:
     """One sample's result: its score (failed samples score 0, as in the headline metrics)."""
 
