@@ -55,6 +55,7 @@ TACO_SKILLS = (
 )
 LCB_DIFFICULTIES = ("all", "easy", "medium", "hard")
 _MAX_DECODED_BYTES = 1 << 30
+APPS_FLOAT_TOLERANCE = [1e-5, 1e-8]  # [rel, abs]: APPS's/TACO's checker uses np.allclose(rtol=1e-5, atol=1e-8)
 _CHECK_CALL = re.compile(r"^check\((.+)\)\s*$", re.MULTILINE)
 
 
@@ -260,7 +261,8 @@ class LiveCodeBenchEnv(CodeEnv):
                      "outputs": [json.loads(c["output"]) for c in cases]}
             instruction = LCB_FUNCTION_INSTRUCTION.format(starter=starter)
         else:
-            tests = {"type": "stdin", "inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
+            tests = {"type": "stdin", "inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases],
+                     "float_tolerance": None}  # LiveCodeBench's checker: float tokens as exact decimals
             instruction = LCB_STDIN_INSTRUCTION
         return self.problem(row["question_id"], row["question_content"], tests if cases else None,
                             instruction=instruction, starter_code=starter, difficulty=row["difficulty"],
@@ -363,12 +365,15 @@ def decode_private_tests(text: str | None) -> list[dict[str, Any]]:
 
 
 def _io_tests(spec: dict[str, Any] | None) -> dict[str, Any] | None:
-    """APPS/TACO `input_output` -> score_code tests (call-based when `fn_name` is set)."""
+    """APPS/TACO `input_output` -> score_code tests (call-based when `fn_name` is set). As
+    their checker: an expected `[x]` also accepts `x` (outputs are wrapped inconsistently),
+    stdout floats as `np.allclose`'s defaults."""
     if not spec or not spec.get("inputs"):
         return None
     if spec.get("fn_name"):
-        return {"type": "call", "fn_name": spec["fn_name"], "inputs": spec["inputs"], "outputs": spec["outputs"]}
-    return {"type": "stdin", "inputs": spec["inputs"], "outputs": spec["outputs"]}
+        return {"type": "call", "fn_name": spec["fn_name"], "inputs": spec["inputs"], "outputs": spec["outputs"],
+                "accept_unwrapped": True}
+    return {"type": "stdin", "inputs": spec["inputs"], "outputs": spec["outputs"], "float_tolerance": APPS_FLOAT_TOLERANCE}
 
 
 def _apps_folder_row(folder: Path) -> dict[str, Any]:
