@@ -128,6 +128,8 @@ def same_token(got: str, want: str, tol: Tolerance | None = DEFAULT_TOLERANCE) -
     produced, expected = _token_number(got), _token_number(want)
     if produced is None or expected is None or (type(produced) is int and type(expected) is int):
         return False
+    if not (math.isfinite(produced) and math.isfinite(expected)):
+        return False  # "inf", "nan" only as written ("1e400" is not "inf")
     if tol is None:
         from decimal import Decimal
 
