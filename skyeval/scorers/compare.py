@@ -1,7 +1,8 @@
 """The one comparison rule of code grading, applied by the trusted scorer only.
 
 Values produced in the sandbox arrive as tagged JSON (`decode`) and are compared with the
-expected values by type (`same`): ints, strings and bools exactly, floats within a
+expected values by type (`same`): ints, strings and bools exactly (a bool equals the int
+of its value, as in the benchmarks' own `==`), floats within a
 tolerance only when the expected value is a float, containers element by element and
 never across kinds (`5` is not `[5]`). Call tests, converted asserts and stdout tokens
 all use it.
@@ -90,8 +91,8 @@ def _number(value: Any) -> bool:
 def same(got: Any, want: Any, tol: Tolerance = DEFAULT_TOLERANCE) -> bool:
     """Whether produced plain data `got` matches expected `want` (the module docstring's rule)."""
     kind = type(want)
-    if kind is bool or type(got) is bool:
-        return type(got) is kind and got == want
+    if kind is bool or type(got) is bool:  # True == 1, as the benchmarks' own `==` (MBPP 414's reference)
+        return type(got) in (bool, int) and kind in (bool, int) and got == want
     if kind is float:
         try:
             return _number(got) and close(float(got), want, tol)
