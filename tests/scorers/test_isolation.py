@@ -176,3 +176,45 @@ def test_unrepresentable_values_fail_the_test():
 def test_call_test_dataclass_is_plain():
     test = CallTest("f", (1,), {}, 2)
     assert (test.comparison, test.tolerance) == ("eq", ())
+
+
+def _data():
+    import os
+    from pathlib import Path
+
+    return Path(os.environ.get("SKYEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+
+
+def _check_asserts(test: str) -> int:
+    import ast
+
+    check = next(n for n in ast.parse(test).body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    return sum(isinstance(n, ast.Assert) and not (isinstance(n.test, ast.Constant) and n.test.value)
+               for n in ast.walk(check))
+
+
+@pytest.mark.skipif(not (_data() / "humaneval").exists(), reason="benchmark data missing")
+def test_converted_shares_stated_in_docs():
+    """docs/sandbox.md: HumanEval 1125/1133 asserts (158/164 problems fully isolated), MBPP
+    test split 1497/1500 (499/500), MBPP sanitized 1321/1324, leetcode 492/492."""
+    import gzip
+    import json
+
+    from skyeval.envs.code import split_check_call
+
+    def share(tests):
+        converted = [convert_check(t) for t in tests]
+        total = sum(_check_asserts(t) for t in tests)
+        left = sum(_check_asserts(c.residual) for c in converted if c.residual)
+        return total - left, total, sum(c.residual is None for c in converted)
+
+    with gzip.open(_data() / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
+        assert share([json.loads(line)["test"] for line in f]) == (1125, 1133, 158)
+    leetcode = json.loads((_data() / "deepcoder_test_code" / "leetcode.json").read_text())
+    assert share([split_check_call(r["tests"]["functional"])[0] for r in leetcode]) == (492, 492, 200)
+    rows = [json.loads(line) for line in (_data() / "mbpp" / "mbpp.jsonl").open()]
+    lines = [f"{r['test_setup_code'].strip()}\n{a}".strip() for r in rows if 11 <= r["task_id"] <= 510
+             for a in r["test_list"]]  # as MBPPEnv joins them
+    assert (sum(convert_assert(a) is not None for a in lines), len(lines)) == (1497, 1500)
+    sanitized = [a for r in json.loads((_data() / "mbpp" / "sanitized-mbpp.json").read_text()) for a in r["test_list"]]
+    assert (sum(convert_assert(a) is not None for a in sanitized), len(sanitized)) == (1321, 1324)
