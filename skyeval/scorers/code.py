@@ -39,9 +39,11 @@ LEETCODE_PRELUDE = "".join(f"from {m} import *\n" for m in (*_MODULES, "builtins
 )
 
 # Runs inside the sandbox (the system Python 3): reads the marker from stdin, loads
-# spec.marshal (program, calls as (how, name, args, kwargs), residual test code), runs the
+# spec.marshal (program, calls as (how, name, args, kwargs, then), residual test code), runs the
 # program, makes each call and writes one tagged line per result: "i\tv\t<value as tagged
-# JSON>", "i\te\t<error>", or for residual code "j\tr\t" / "j\tf\t<error>". Values are
+# JSON>", "i\te\t<error>", or for residual code "j\tr\t" / "j\tf\t<error>". `then` is what
+# the assert itself did to the value in this process: bool() it (`assert C`, `not C`) or
+# iterate it (`set(C)`, `sorted(C)` ... of a generator). Values are
 # encoded by base-class methods (a subclass's overrides never run; other types are
 # refused). It imports no json/re: those would add ~10 ms to every run.
 HARNESS = r'''
@@ -125,11 +127,15 @@ def _main():
         report("0\tl\t" + _error(exc))
         return
     found = {}
-    for i, (how, name, args, kwargs) in enumerate(spec["calls"]):
+    for i, (how, name, args, kwargs, then) in enumerate(spec["calls"]):
         try:
             if (how, name) not in found:
                 found[how, name] = _resolve(ns, how, name)
             value = found[how, name](*args, **kwargs)
+            if then == "bool":
+                value = bool(value)
+            elif then == "list" and type(value) not in (list, tuple, set, frozenset, dict, str):
+                value = list(value)
         except BaseException as exc:
             report("%d\te\t%s" % (i, _error(exc)))
             continue
@@ -242,7 +248,7 @@ class HarnessPlan:
 
     def spec(self) -> bytes:
         """spec.marshal: the program and the arguments, never an expected value."""
-        calls = [(self.how, c.function, c.args, c.kwargs) for c in self.calls]
+        calls = [(self.how, c.function, c.args, c.kwargs, _THEN.get(c.comparison)) for c in self.calls]
         spec = {"source": self.source, "header": self.header, "calls": calls, "residual": self.residual}
         return marshal.dumps(spec, 4)  # format 4 holds plain data alike on every Python 3 since 3.4
 
@@ -259,6 +265,9 @@ class HarnessPlan:
         if not ok and self.unwrap and type(call.expected) is list and len(call.expected) == 1:
             ok = passes(CallTest(call.function, call.args, call.kwargs, call.expected[0]), got, self.tolerance)
         return None if ok else "wrong_answer"
+
+
+_THEN = {"truthy": "bool", "falsy": "bool", "set": "list", "sorted": "list", "tuple": "list", "list": "list"}
 
 
 def _bound(call: CallTest, entry_point: str) -> CallTest:

@@ -218,3 +218,15 @@ def test_converted_shares_stated_in_docs():
     assert (sum(convert_assert(a) is not None for a in lines), len(lines)) == (1497, 1500)
     sanitized = [a for r in json.loads((_data() / "mbpp" / "sanitized-mbpp.json").read_text()) for a in r["test_list"]]
     assert (sum(convert_assert(a) is not None for a in sanitized), len(sanitized)) == (1321, 1324)
+
+
+def test_what_the_assert_does_to_the_value_happens_in_the_sandbox():
+    """`assert C` takes C's truth and `set(C) == ...` iterates C where C was produced, so a
+    generator or a truthy object passes there as it would in the benchmark's own harness."""
+    tests = {"type": "asserts", "asserts": ["assert f(3)", "assert not f(0)", "assert set(f(2)) == {0, 1}",
+                                            "assert sorted(f(2)) == [0, 1]"]}
+    code = ("class Box:\n    def __init__(self, n):\n        self.n = n\n    def __bool__(self):\n        return self.n > 0\n"
+            "    def __iter__(self):\n        return iter(range(self.n))\n"
+            "def f(n):\n    return Box(n)")
+    assert score_code(fenced(code), tests)["passed"]
+    assert not score_code(fenced(code.replace("self.n > 0", "self.n < 0")), tests, stop_at_first_failure=False)["passed"]
