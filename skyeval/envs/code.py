@@ -1,6 +1,7 @@
 """Code benchmarks: a generation's code runs against the problem's tests, in the sandbox only.
 
-The generation's last ```python block goes to `skyeval.scorers.code.score_code`.
+The generation's last ```python block goes to `skyeval.scorers.code.score_code`, which
+keeps the tests' expected values out of the sandbox (docs/sandbox.md's trust model).
 
 Problems carry their tests as a JSON string (`tests_json`) in one of score_code's shapes
 (stdin / call / functional / asserts): Ray Data's Arrow conversion cannot hold the
@@ -63,8 +64,8 @@ class CodeEnv(Env):
     """A problem statement plus tests; scored by running the extracted code in the sandbox.
 
     Knobs: `timeout_s` (wall clock per sandbox run, also the CPU limit), `memory_mb`
-    (address-space limit), `stop_at_first_failure` (skip the remaining tests of a failed
-    sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
+    (address-space limit), `stop_at_first_failure` (skip the remaining stdin runs of a
+    failed sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
     scoring task: a sandbox mostly waits on its child process, so one core keeps several busy)."""
 
     required_keys = ("tests_json",)  # a row without its tests has nothing to score against
