@@ -2,10 +2,9 @@
 
 Values produced in the sandbox arrive as tagged JSON (`decode`) and are compared with the
 expected values by type (`same`): ints, strings and bools exactly (a bool equals the int
-of its value, as in the benchmarks' own `==`), floats within a
-tolerance only when the expected value is a float, containers element by element and
-never across kinds (`5` is not `[5]`). Call tests, converted asserts and stdout tokens
-all use it.
+of its value, as in the benchmarks' own `==`), floats within a tolerance only when the
+expected value is a float, containers element by element and never across kinds (`5` is
+not `[5]`). Call tests, converted asserts and stdout tokens all use it.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def _pairs(body: list) -> dict:
 
 
 # Tagged containers: JSON arrays are lists; every JSON object is one of these tags.
-_TAGS = {"t": tuple, "s": lambda body: set(spread(body)), "f": lambda body: frozenset(spread(body)), "d": _pairs, "b": bytes.fromhex,
-         "c": lambda body: complex(*body), "x": lambda body: int(body, 16)}
+_TAGS = {"t": tuple, "s": lambda body: set(spread(body)), "f": lambda body: frozenset(spread(body)),
+         "d": _pairs, "b": bytes.fromhex, "c": lambda body: complex(*body), "x": lambda body: int(body, 16)}
 
 
 def _tagged(obj: dict) -> Any:
