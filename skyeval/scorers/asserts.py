@@ -115,7 +115,8 @@ def _literal(node: ast.AST, names: dict[str, Any]) -> Any:
 
 class _Reader:
     """Reads assert statements; `candidate` names the function under test (None: any
-    call of a name other than the wrappers (set, sorted, abs ...), as in MBPP's `assert remove_Occ("hello", "l") == "heo"`)."""
+    call of a name other than the wrappers (set, sorted, abs ...), as in MBPP's
+    `assert remove_Occ("hello", "l") == "heo"`)."""
 
     def __init__(self, candidate: str | None, names: dict[str, Any]) -> None:
         self.candidate, self.names = candidate, names

@@ -36,7 +36,8 @@ def _strings(value) -> list:
 @pytest.mark.parametrize("tests", [
     {"type": "call", "fn_name": "f", "inputs": [["a"], ["b"]], "outputs": [SECRET, SECRET + "2"]},
     {"type": "functional", "entry_point": "f", "prelude": "",
-     "test": f"def check(candidate):\n    assert candidate('a') == '{SECRET}'\n    assert not candidate('{SECRET[:3]}')\n"},
+     "test": f"def check(candidate):\n    assert candidate('a') == '{SECRET}'\n"
+             f"    assert not candidate('{SECRET[:3]}')\n"},
     {"type": "asserts", "asserts": [f"assert f('a') == '{SECRET}'", f"assert set(f('b')) == {{'{SECRET}'}}"]},
 ])
 def test_expected_values_never_reach_the_sandbox(tests):
@@ -141,7 +142,8 @@ def test_check_bodies_convert_loops_and_literal_names_and_drop_assert_true():
     assert converted.residual is None
     assert [(c.args, c.kwargs, c.expected) for c in converted.calls] == [
         (([1, 2],), {"k": 2}, [2, 4]), (([0],), {"k": 1}, [0]), (([1],), {"k": 1}, [1]), (([2],), {"k": 1}, [2])]
-    random_check = "import random\n\ndef check(candidate):\n    x = random.randint(0, 9)\n    assert candidate(x) == x\n"
+    random_check = ("import random\n\ndef check(candidate):\n    x = random.randint(0, 9)\n"
+                    "    assert candidate(x) == x\n")
     assert convert_check(random_check).calls == () and "random.randint" in convert_check(random_check).residual
 
 
@@ -225,8 +227,10 @@ def test_what_the_assert_does_to_the_value_happens_in_the_sandbox():
     generator or a truthy object passes there as it would in the benchmark's own harness."""
     tests = {"type": "asserts", "asserts": ["assert f(3)", "assert not f(0)", "assert set(f(2)) == {0, 1}",
                                             "assert sorted(f(2)) == [0, 1]"]}
-    code = ("class Box:\n    def __init__(self, n):\n        self.n = n\n    def __bool__(self):\n        return self.n > 0\n"
+    code = ("class Box:\n    def __init__(self, n):\n        self.n = n\n"
+            "    def __bool__(self):\n        return self.n > 0\n"
             "    def __iter__(self):\n        return iter(range(self.n))\n"
             "def f(n):\n    return Box(n)")
     assert score_code(fenced(code), tests)["passed"]
-    assert not score_code(fenced(code.replace("self.n > 0", "self.n < 0")), tests, stop_at_first_failure=False)["passed"]
+    wrong = code.replace("self.n > 0", "self.n < 0")
+    assert not score_code(fenced(wrong), tests, stop_at_first_failure=False)["passed"]

