@@ -104,3 +104,15 @@ def test_hack_scores_zero_on_every_isolated_path(hack):
     assert all(r["grading"] == "isolated" for key, r in results.items() if key[1] != "in_process")
     in_process = results["humaneval", "in_process"]["score"]
     assert in_process == (1.0 if hack in IN_PROCESS_PASSES else 0.0), "update IN_PROCESS_PASSES and docs/sandbox.md"
+
+
+def test_score_item_is_thread_safe_and_never_raises_on_hostile_code():
+    """What RL trainers call: many hostile samples at once give the same verdicts as one by one."""
+    programs = [HONEST, "", "\x00", "def solve(:"] + [
+        (Path(__file__).parent / "hacks" / f"{hack}.py").read_text() for hack in HACKS]
+    keys = [("humaneval", "assert"), ("apps", "call")]
+    jobs = [(program, key) for program in programs for key in keys]
+    alone = [_score(program, key)["score"] for program, key in jobs]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda job: _score(*job)["score"], jobs))
+    assert together == alone == [1.0] * len(keys) + [0.0] * (len(jobs) - len(keys))
