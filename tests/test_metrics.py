@@ -307,3 +307,17 @@ def test_memory_stays_bounded_while_samples_stream():
             list(acc.drain_problems())
     assert most_held <= 2 * window and most_open <= 2 * window
     assert acc.counts()["samples"] == 16_000 and acc.held == 0
+
+
+def test_grading_shares_count_merge_and_survive_state():
+    """summary.json `scoring.grading`: the share of samples graded isolated / in_process."""
+    acc, other = MetricsAccumulator(2), MetricsAccumulator(2)
+    for record in records("a", [1, 0], grading="isolated") + records("b", [1, 1], grading="in_process"):
+        acc.add_score(record)
+    for record in records("c", [0, 0], grading="isolated"):
+        other.add_score(record)
+    acc.merge(MetricsAccumulator.from_state(json.loads(json.dumps(other.state()))))
+    assert acc.grading_summary() == {"grading": {"in_process": 2 / 6, "isolated": 4 / 6, "samples": 6}}
+    plain = MetricsAccumulator(1)
+    plain.add_score(records("a", [1])[0])
+    assert plain.grading_summary() == {}

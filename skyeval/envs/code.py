@@ -1,6 +1,7 @@
 """Code benchmarks: a generation's code runs against the problem's tests, in the sandbox only.
 
-The generation's last ```python block goes to `skyeval.scorers.code.score_code`.
+The generation's last ```python block goes to `skyeval.scorers.code.score_code`, which
+keeps the tests' expected values out of the sandbox (docs/sandbox.md's trust model).
 
 Problems carry their tests as a JSON string (`tests_json`) in one of score_code's shapes
 (stdin / call / functional / asserts): Ray Data's Arrow conversion cannot hold the
@@ -55,6 +56,7 @@ TACO_SKILLS = (
 )
 LCB_DIFFICULTIES = ("all", "easy", "medium", "hard")
 _MAX_DECODED_BYTES = 1 << 30
+APPS_FLOAT_TOLERANCE = [1e-5, 1e-8]  # [rel, abs]: APPS's/TACO's checker uses np.allclose(rtol=1e-5, atol=1e-8)
 _CHECK_CALL = re.compile(r"^check\((.+)\)\s*$", re.MULTILINE)
 
 
@@ -62,8 +64,8 @@ class CodeEnv(Env):
     """A problem statement plus tests; scored by running the extracted code in the sandbox.
 
     Knobs: `timeout_s` (wall clock per sandbox run, also the CPU limit), `memory_mb`
-    (address-space limit), `stop_at_first_failure` (skip the remaining tests of a failed
-    sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
+    (address-space limit), `stop_at_first_failure` (skip the remaining stdin runs of a
+    failed sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
     scoring task: a sandbox mostly waits on its child process, so one core keeps several busy)."""
 
     required_keys = ("tests_json",)  # a row without its tests has nothing to score against
@@ -260,7 +262,8 @@ class LiveCodeBenchEnv(CodeEnv):
                      "outputs": [json.loads(c["output"]) for c in cases]}
             instruction = LCB_FUNCTION_INSTRUCTION.format(starter=starter)
         else:
-            tests = {"type": "stdin", "inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
+            tests = {"type": "stdin", "inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases],
+                     "float_tolerance": None}  # LiveCodeBench's checker: float tokens as exact decimals
             instruction = LCB_STDIN_INSTRUCTION
         return self.problem(row["question_id"], row["question_content"], tests if cases else None,
                             instruction=instruction, starter_code=starter, difficulty=row["difficulty"],
@@ -363,12 +366,15 @@ def decode_private_tests(text: str | None) -> list[dict[str, Any]]:
 
 
 def _io_tests(spec: dict[str, Any] | None) -> dict[str, Any] | None:
-    """APPS/TACO `input_output` -> score_code tests (call-based when `fn_name` is set)."""
+    """APPS/TACO `input_output` -> score_code tests (call-based when `fn_name` is set). As
+    their checker: an expected `[x]` also accepts `x` (outputs are wrapped inconsistently),
+    stdout floats as `np.allclose`'s defaults."""
     if not spec or not spec.get("inputs"):
         return None
     if spec.get("fn_name"):
-        return {"type": "call", "fn_name": spec["fn_name"], "inputs": spec["inputs"], "outputs": spec["outputs"]}
-    return {"type": "stdin", "inputs": spec["inputs"], "outputs": spec["outputs"]}
+        return {"type": "call", "fn_name": spec["fn_name"], "inputs": spec["inputs"], "outputs": spec["outputs"],
+                "accept_unwrapped": True}
+    return {"type": "stdin", "inputs": spec["inputs"], "outputs": spec["outputs"], "float_tolerance": APPS_FLOAT_TOLERANCE}
 
 
 def _apps_folder_row(folder: Path) -> dict[str, Any]:

@@ -121,6 +121,7 @@ class MetricsAccumulator:
         self.budget_finished: dict[int, int] = {b: 0 for b in self.budgets}
         self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
         self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
+        self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -147,6 +148,8 @@ class MetricsAccumulator:
             raise ValueError(f"score of {record['id']}#{record['sample_idx']} is {score}, not in [0, 1]")
         self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))
         self.parse_failed += bool(record.get("parse_failed"))
+        if record.get("grading") is not None:
+            self.grading[str(record["grading"])] += 1
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -262,6 +265,7 @@ class MetricsAccumulator:
                 mine[name].merge(moments)
         self.completion.counts.update(other.completion.counts)
         self.reasoning.counts.update(other.reasoning.counts)
+        self.grading.update(other.grading)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -287,6 +291,7 @@ class MetricsAccumulator:
             "extra": {k: [encode(self.extra_total[k]), self.extra_samples[k]] for k in self.extra_scores},
             "open": {pid: [[i, s, a] for i, (s, a) in sorted(samples.items())] for pid, samples in self._open.items()},
             "rows": self._rows,
+            "grading": dict(self.grading),
         }
 
     @classmethod
@@ -307,7 +312,16 @@ class MetricsAccumulator:
             acc.extra_total[k], acc.extra_samples[k] = decode(total), samples
         acc._open = {pid: {i: (s, a) for i, s, a in samples} for pid, samples in state["open"].items()}
         acc._rows = list(state["rows"])
+        acc.grading = Counter(state.get("grading") or {})
         return acc
+
+    def grading_summary(self) -> dict[str, Any]:
+        """summary.json `scoring.grading`: the share of scored samples graded each way
+        (code envs: `isolated` or `in_process`, docs/sandbox.md); {} when none says."""
+        total = sum(self.grading.values())
+        if not total:
+            return {}
+        return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total}}
 
     # -- output ------------------------------------------------------------------------------
     def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:

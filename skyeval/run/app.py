@@ -139,7 +139,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         **outcome.summary(stage),
         "run_dir": str(folder.path),
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
-        "scoring": scoring,
+        "scoring": {**scoring, **metrics.grading_summary()},
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),

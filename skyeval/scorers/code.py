@@ -1,21 +1,23 @@
-"""Score code generations by running their tests in the sandbox.
+"""Score code generations by running them in the sandbox; only this process grades.
 
-Crashes, timeouts, compile errors and wrong output all fail. Generated code only ever
-runs inside `run_program`; call-based, functional and assert tests run under a small
-harness inside the sandboxed process, which reports each result as a JSON line tagged
-with a per-run random marker that it reads from stdin before the program runs.
+Expected values never enter the sandboxed process. Stdin tests: the program gets the
+input, its stdout is compared here. Call tests, and assert tests converted to calls
+(`skyeval.scorers.asserts`): the in-sandbox harness gets the program and the arguments
+only, calls the function and writes each returned value as tagged plain data, which is
+decoded and compared here (`skyeval.scorers.compare`). Assert statements that cannot be
+converted run next to the program, as the benchmark's own harness would run them; the
+result then says `grading: in_process`. See docs/sandbox.md.
 """
 
 from __future__ import annotations
 
-import ast
 import logging
 import marshal
-import math
 import re
 import secrets
-from typing import Any
 
+from skyeval.scorers.asserts import CallTest, convert_assert, convert_check, passes
+from skyeval.scorers.compare import DEFAULT_TOLERANCE, Tolerance, Unrepresentable, as_json, decode, outputs_match
 from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, run_program
 
 logger = logging.getLogger(__name__)
@@ -26,7 +28,6 @@ _ALIASES = {
     "cpp": {"cpp", "c++", "cc", "cxx"},
     "javascript": {"javascript", "js"},
 }
-_INT = re.compile(r"[+-]?\d+")
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _HARNESS_MODES = ("call", "functional", "asserts")
 _MODULES = ("string re datetime collections heapq bisect copy math random statistics itertools "
@@ -38,80 +39,120 @@ LEETCODE_PRELUDE = "".join(f"from {m} import *\n" for m in (*_MODULES, "builtins
 )
 
 # Runs inside the sandbox (the system Python 3): reads the marker from stdin, loads
-# spec.marshal, runs the program, then each test, reporting one tagged line (a Python
-# literal) per test. It imports no json/re: those would add ~10 ms to every run.
+# spec.marshal (program, calls as (how, name, args, kwargs, then), residual test code), runs the
+# program, makes each call and writes one tagged line per result: "i\tv\t<value as tagged
+# JSON>", "i\te\t<error>", or for residual code "j\tr\t" / "j\tf\t<error>". `then` is what
+# the assert itself did to the value in this process: bool() it (`assert C`, `not C`) or
+# iterate it (`set(C)`, `sorted(C)` ... of a generator). Values are
+# encoded by base-class methods (a subclass's overrides never run; other types are
+# refused). It imports no json/re: those would add ~10 ms to every run.
 HARNESS = r'''
-import marshal, math, os, sys
+import marshal, os, sys
+from _json import encode_basestring_ascii as _quote
 
-def _same(got, want):
-    if isinstance(got, bool) or isinstance(want, bool):
-        return type(got) is type(want) and got == want
-    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
-        return got == want or math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6)
-    if isinstance(got, list) and isinstance(want, list):
-        return len(got) == len(want) and all(map(_same, got, want))
-    if isinstance(got, dict) and isinstance(want, dict):
-        return got.keys() == want.keys() and all(_same(got[k], want[k]) for k in got)
-    return type(got) is type(want) and got == want
+_BIG = 10 ** 4000
 
-def _matches(got, want):
-    import json
+def _items(parts, depth):
+    return ",".join([_enc(v, depth + 1) for v in parts])
+
+def _enc(x, depth=0):
+    if depth > 100:
+        raise ValueError("value nested too deeply")
+    t = type(x)
+    if x is None:
+        return "null"
+    if t is bool:
+        return "true" if x else "false"
+    if issubclass(t, int):
+        v = int.__index__(x)
+        return int.__repr__(v) if -_BIG < v < _BIG else '{"x":"%s"}' % int.__format__(v, "x")
+    if issubclass(t, float):
+        v = float.__float__(x)
+        if v != v:
+            return "NaN"
+        if v in (float("inf"), float("-inf")):
+            return "Infinity" if v > 0 else "-Infinity"
+        return float.__repr__(v)
+    if issubclass(t, str):
+        return _quote(str.__str__(x))
+    if issubclass(t, list):
+        return "[" + _items(list.__iter__(x), depth) + "]"
+    if issubclass(t, tuple):
+        return '{"t":[' + _items(tuple.__iter__(x), depth) + "]}"
+    if issubclass(t, frozenset):
+        return '{"f":[' + _items(frozenset.__iter__(x), depth) + "]}"
+    if issubclass(t, set):
+        return '{"s":[' + _items(set.__iter__(x), depth) + "]}"
+    if issubclass(t, dict):
+        pairs = ["[" + _enc(k, depth + 1) + "," + _enc(v, depth + 1) + "]" for k, v in dict.items(x)]
+        return '{"d":[' + ",".join(pairs) + "]}"
+    if issubclass(t, bytes):
+        return '{"b":"%s"}' % bytes.hex(x)
+    raise TypeError("not plain data: a %s" % type.__repr__(t))
+
+def _error(exc):
     try:
-        got = json.loads(json.dumps(got))
-    except (TypeError, ValueError):
-        return False
-    return _same(got, want) or (isinstance(want, list) and len(want) == 1 and _same(got, want[0]))
+        kind = "memory" if isinstance(exc, MemoryError) else "runtime_error"
+        return _quote(kind + ":" + BaseException.__repr__(exc)[:300])
+    except BaseException:
+        return _quote("runtime_error:?")
 
-def _call(ns, spec, i):
-    name = spec["fn_name"]
+def _resolve(ns, how, name):
+    if how == "eval":
+        return eval(name, ns)
     cls = ns.get("Solution")
-    fn = getattr(cls(), name) if isinstance(cls, type) and hasattr(cls, name) else ns[name]
-    return _matches(fn(*spec["inputs"][i]), spec["outputs"][i])
-
-def _functional(ns, spec, i):
-    exec(compile(spec["test"], "test.py", "exec"), ns)
-    ns["check"](eval(spec["entry_point"], ns))
-    return True
-
-def _asserts(ns, spec, i):
-    exec(compile(spec["asserts"][i], "assert_%d.py" % i, "exec"), ns)
-    return True
-
-def _kind(exc):
-    if isinstance(exc, AssertionError):
-        return "wrong_answer"
-    return "memory" if isinstance(exc, MemoryError) else "runtime_error"
+    if how == "method" and isinstance(cls, type) and hasattr(cls, name):
+        return getattr(cls(), name)
+    return ns[name]
 
 def _main():
     marker = sys.stdin.readline().strip()
     out = os.fdopen(os.dup(1), "w")
-    def report(**record):
-        out.write("\n" + marker + repr(record) + "\n")
+    def report(line):
+        out.write("\n" + marker + line + "\n")
         out.flush()
     with open("spec.marshal", "rb") as f:
         spec = marshal.load(f)
-    run = {"call": _call, "functional": _functional, "asserts": _asserts}[spec["type"]]
+    os.remove("spec.marshal")
     try:
         code = compile(spec["source"], "solution.py", "exec")
     except (SyntaxError, ValueError) as exc:
-        report(compile_error=repr(exc))
+        report("0\tc\t" + _quote(repr(exc)[:300]))
         return
     ns = {"__name__": "solution", "__builtins__": __builtins__}
     try:
         exec(spec["header"], ns)
         exec(code, ns)
     except BaseException as exc:
-        kind = "memory" if isinstance(exc, MemoryError) else "runtime_error"
-        report(load_error=kind, error=repr(exc)[:300])
+        report("0\tl\t" + _error(exc))
         return
-    for i in range(spec["total"]):
+    found = {}
+    for i, (how, name, args, kwargs, then) in enumerate(spec["calls"]):
         try:
-            ok, kind, error = run(ns, spec, i), None, None
+            if (how, name) not in found:
+                found[how, name] = _resolve(ns, how, name)
+            value = found[how, name](*args, **kwargs)
+            if then == "bool":
+                value = bool(value)
+            elif then == "list" and type(value) not in (list, tuple, set, frozenset, dict, str):
+                value = list(value)
         except BaseException as exc:
-            ok, kind, error = False, _kind(exc), repr(exc)[:300]
-        report(i=i, ok=bool(ok), kind=kind or (None if ok else "wrong_answer"), error=error)
-        if not ok and spec["stop"]:
-            break
+            report("%d\te\t%s" % (i, _error(exc)))
+            continue
+        try:
+            text = _enc(value)
+        except BaseException:
+            report("%d\te\t%s" % (i, _quote("wrong_answer:not plain data")))
+        else:
+            report("%d\tv\t%s" % (i, text))
+    for j, test in enumerate(spec["residual"]):
+        try:
+            exec(compile(test, "test_%d.py" % j, "exec"), ns)
+        except BaseException as exc:
+            wrong = isinstance(exc, AssertionError)
+            report("%d\tf\t%s" % (j, _quote("wrong_answer:") if wrong else _error(exc)))
+        else:
+            report("%d\tr\t" % j)
 
 _main()
 sys.stdout.flush()
@@ -131,38 +172,17 @@ def extract_code(generation: str, language: str = "python") -> str | None:
     return None
 
 
-def _lines(text: str) -> list[str]:
-    lines = [line.rstrip() for line in text.rstrip().split("\n")]
-    return lines if lines != [""] else []
-
-
-def _same_token(got: str, want: str) -> bool:
-    if got == want:
-        return True
-    if _INT.fullmatch(got) and _INT.fullmatch(want):
-        return False
-    try:
-        a, b = float(got), float(want)
-    except ValueError:
-        return False
-    return math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
-
-
-def outputs_match(got: str, want: str) -> bool:
-    """Compare program output line by line: trailing space ignored, floats within 1e-6."""
-    got_lines, want_lines = _lines(got), _lines(want)
-    if len(got_lines) != len(want_lines):
-        return False
-    for g, w in zip(got_lines, want_lines):
-        g_tokens, w_tokens = g.split(), w.split()
-        if len(g_tokens) != len(w_tokens) or not all(map(_same_token, g_tokens, w_tokens)):
-            return False
-    return True
-
-
 def _text(value: str | list[str]) -> str:
     """Test inputs/outputs given as a list of lines become one string."""
     return "\n".join(value) if isinstance(value, list) else value
+
+
+def _tolerance(tests: dict) -> Tolerance | None:
+    """The tests' float tolerance: `float_tolerance` [rel, abs], null for exact decimals, else the default."""
+    if "float_tolerance" not in tests:
+        return DEFAULT_TOLERANCE
+    given = tests["float_tolerance"]
+    return None if given is None else Tolerance(*given)
 
 
 def _run_failure(run: RunResult) -> str:
@@ -178,11 +198,12 @@ def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool) -> t
     """Run the program once per input; return per-test failure kinds and whether any timed out."""
     kinds: list[str | None] = []
     timed_out = False
+    tol = _tolerance(tests)
     for stdin, want in zip(tests["inputs"], tests["outputs"], strict=True):
         run = run_program(code, _text(stdin), limits=limits)
         timed_out |= run.status == "timeout"
         if run.status == "ok":
-            kinds.append(None if outputs_match(run.stdout, _text(want)) else "wrong_answer")
+            kinds.append(None if outputs_match(run.stdout, _text(want), tol) else "wrong_answer")
         else:
             kinds.append(_run_failure(run))
         if kinds[-1] == "compile_error" or (kinds[-1] and stop):
@@ -190,42 +211,117 @@ def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool) -> t
     return kinds, timed_out
 
 
-def _harness_spec(code: str, tests: dict, stop: bool) -> dict[str, Any]:
-    """What the in-sandbox harness reads from spec.marshal."""
-    kind = tests["type"]
-    spec: dict[str, Any] = {"type": kind, "stop": stop, "source": code, "header": ""}
-    if kind == "call":
-        spec.update(fn_name=tests["fn_name"], inputs=tests["inputs"], outputs=tests["outputs"])
-        spec["header"] = LEETCODE_PRELUDE
-        spec["total"] = len(tests["inputs"])
-    elif kind == "functional":
-        spec.update(test=tests["test"], entry_point=tests["entry_point"], total=1)
-        spec["source"] = f"{tests.get('prelude') or ''}\n{code}"
-    else:
-        spec.update(asserts=tests["asserts"], total=len(tests["asserts"]))
-        spec["source"] = f"{tests.get('setup') or ''}\n{code}"
-    return spec
+class HarnessPlan:
+    """What one sandboxed harness run does for a tests dict: the program, the calls it
+    makes (with how to find the function), the residual test code run in-process."""
+
+    def __init__(self, program: str, tests: dict) -> None:
+        kind = tests["type"]
+        self.header, self.source, self.residual = "", program, []
+        self.json_view = self.unwrap = False
+        if kind == "call":
+            self.header, self.how, self.json_view = LEETCODE_PRELUDE, "method", True
+            self.unwrap = bool(tests.get("accept_unwrapped"))
+            self.calls = [CallTest(tests["fn_name"], tuple(args), {}, want)
+                          for args, want in zip(tests["inputs"], tests["outputs"], strict=True)]
+        elif kind == "functional":
+            converted = convert_check(tests["test"])
+            self.how, self.calls = "eval", [_bound(c, tests["entry_point"]) for c in converted.calls]
+            self.source = f"{tests.get('prelude') or ''}\n{program}"
+            if converted.residual is not None:
+                self.residual = [f"{converted.residual}\ncheck({tests['entry_point']})\n"]
+        else:
+            self.how, self.calls = "eval", []
+            self.source = f"{tests.get('setup') or ''}\n{program}"
+            for test in tests["asserts"]:
+                call = convert_assert(test)
+                (self.calls if call else self.residual).append(call or test)
+        self.tolerance = _tolerance(tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.calls) + len(self.residual)
+
+    @property
+    def grading(self) -> str:
+        return "in_process" if self.residual else "isolated"
+
+    def spec(self) -> bytes:
+        """spec.marshal: the program and the arguments, never an expected value."""
+        calls = [(self.how, c.function, c.args, c.kwargs, _THEN.get(c.comparison)) for c in self.calls]
+        spec = {"source": self.source, "header": self.header, "calls": calls, "residual": self.residual}
+        return marshal.dumps(spec, 4)  # format 4 holds plain data alike on every Python 3 since 3.4
+
+    def judge(self, call: CallTest, value_text: str) -> str | None:
+        """Failure kind of one returned value (None: passed)."""
+        try:
+            got = decode(value_text)
+        except Unrepresentable as err:
+            logger.debug("unrepresentable value: %s", err)
+            return "wrong_answer"
+        if self.json_view:
+            got = as_json(got)
+        ok = passes(call, got, self.tolerance)
+        if not ok and self.unwrap and type(call.expected) is list and len(call.expected) == 1:
+            ok = passes(CallTest(call.function, call.args, call.kwargs, call.expected[0]), got, self.tolerance)
+        return None if ok else "wrong_answer"
 
 
-def _score_harness(
-    code: str, tests: dict, limits: SandboxLimits, stop: bool
-) -> tuple[list[str | None], int, bool]:
-    """Run all tests in one sandboxed harness; return reported kinds, test count, timeout flag."""
-    spec = _harness_spec(code, tests, stop)
+_THEN = {"truthy": "bool", "falsy": "bool", "set": "list", "sorted": "list", "tuple": "list", "list": "list"}
+
+
+def _bound(call: CallTest, entry_point: str) -> CallTest:
+    return CallTest(entry_point, call.args, call.kwargs, call.expected, call.comparison, call.tolerance)
+
+
+def _reported(stdout: str, marker: str) -> dict[tuple[str, int], tuple[str, str]]:
+    """The harness's lines: (call|residual, index) -> (status letter, payload); first one wins."""
+    found: dict[tuple[str, int], tuple[str, str]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith(marker):
+            continue
+        parts = line[len(marker):].split("\t", 2)
+        if len(parts) != 3 or not parts[0].isdigit():
+            continue
+        index, status, payload = int(parts[0]), parts[1], parts[2]
+        group = "residual" if status in ("r", "f") else "load" if status in ("c", "l") else "call"
+        found.setdefault((group, index), (status, payload))
+    return found
+
+
+def _error_kind(payload: str) -> str:
+    """"memory"/"runtime_error"/"wrong_answer" from a reported error (a JSON string "kind:repr")."""
+    import json
+
+    try:
+        text = json.loads(payload)
+    except ValueError:
+        return "runtime_error"
+    kind = text.split(":", 1)[0] if isinstance(text, str) else ""
+    return kind if kind in ("memory", "runtime_error", "wrong_answer") else "runtime_error"
+
+
+def _score_harness(program: str, tests: dict, limits: SandboxLimits) -> tuple[list[str | None], int, bool, str]:
+    """Run all calls and residual tests in one sandboxed harness; return per-test failure
+    kinds (None = passed), the test count, the timeout flag and how the tests were graded."""
+    plan = HarnessPlan(program, tests)
     marker = f"@@skyeval-{secrets.token_hex(16)}@@"
-    # marshal format 4 holds plain data the same way on every Python 3 since 3.4
-    run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": marshal.dumps(spec, 4)})
-    records = [ast.literal_eval(line.split(marker, 1)[1]) for line in run.stdout.splitlines() if marker in line]
-    if errors := [r["error"] for r in records if r.get("error")]:
-        logger.debug("first test error: %s", errors[0])
-    if any("compile_error" in r for r in records):
-        return ["compile_error"], spec["total"], False
-    if any("load_error" in r for r in records):
-        return [next(r["load_error"] for r in records if "load_error" in r)], spec["total"], False
-    kinds = [r["kind"] for r in records if "i" in r]
-    if len(kinds) < spec["total"] and (not kinds or kinds[-1] is None):
-        kinds.append(_run_failure(run) if run.status != "ok" else "runtime_error")
-    return kinds, spec["total"], run.status == "timeout"
+    run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": plan.spec()})
+    found = _reported(run.stdout, marker)
+    timed_out = run.status == "timeout"
+    if ("load", 0) in found:
+        status, payload = found["load", 0]
+        return ["compile_error" if status == "c" else _error_kind(payload)], plan.total, False, plan.grading
+    unfinished = _run_failure(run) if run.status != "ok" else "runtime_error"
+    kinds: list[str | None] = []
+    for i, call in enumerate(plan.calls):
+        status, payload = found.get(("call", i), ("", ""))
+        kinds.append(plan.judge(call, payload) if status == "v" else _error_kind(payload) if status == "e"
+                     else unfinished)
+    for j in range(len(plan.residual)):
+        status, payload = found.get(("residual", j), ("", ""))
+        kinds.append(None if status == "r" else _error_kind(payload) if status == "f" else unfinished)
+    return kinds, plan.total, timed_out, plan.grading
 
 
 def _with_starter(code: str, starter_code: str | None) -> str:
@@ -238,10 +334,10 @@ def _with_starter(code: str, starter_code: str | None) -> str:
     return f"{starter_code.rstrip()}\n{code}"
 
 
-def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bool) -> dict:
+def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bool, grading: str) -> dict:
     """The score_code dict from per-test failure kinds (None = passed)."""
     passed_count = sum(kind is None for kind in kinds)
-    passed = total > 0 and passed_count == total
+    passed = total > 0 and passed_count == total and len(kinds) == total
     fallback = "no_code" if code is None else "runtime_error"
     failure = None if passed else next((kind for kind in kinds if kind), fallback)
     return {
@@ -253,7 +349,17 @@ def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bo
         "parse_failed": code is None,
         "extracted": code,
         "timed_out": timed_out,
+        "grading": grading,
     }
+
+
+def grading_of(tests: dict) -> str:
+    """How `tests` are graded: "isolated" (expected values stay here) or "in_process"
+    (some assert could not be converted and runs next to the program)."""
+    try:
+        return HarnessPlan("", tests).grading if tests["type"] in _HARNESS_MODES else "isolated"
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "isolated"
 
 
 def score_code(generation: str, tests: dict, *, limits: SandboxLimits | None = None,
@@ -262,30 +368,35 @@ def score_code(generation: str, tests: dict, *, limits: SandboxLimits | None = N
 
     Whatever the program does gives a verdict; only a sandbox that cannot be set up
     raises (`SandboxSetupError`), so the sample is a scoring failure, not a wrong answer.
+    `stop_at_first_failure` skips the remaining stdin runs of a failed sample (the other
+    kinds run all their tests in one sandbox run anyway).
     """
     code = extract_code(generation)
+    grading = grading_of(tests) if isinstance(tests, dict) else "isolated"
     try:
         if code is None:
-            return _result(None, [], _count(tests), False)
+            return _result(None, [], _count(tests), False, grading)
         program = _with_starter(code, starter_code)
         limits = limits or SandboxLimits()
         if tests["type"] == "stdin":
             kinds, timed_out = _score_stdin(program, tests, limits, stop_at_first_failure)
-            return _result(code, kinds, len(tests["inputs"]), timed_out)
+            return _result(code, kinds, len(tests["inputs"]), timed_out, grading)
         if tests["type"] not in _HARNESS_MODES:
             raise ValueError(f"unknown test type {tests['type']!r}")
-        kinds, total, timed_out = _score_harness(program, tests, limits, stop_at_first_failure)
-        return _result(code, kinds, total, timed_out)
+        kinds, total, timed_out, grading = _score_harness(program, tests, limits)
+        return _result(code, kinds, total, timed_out, grading)
     except SandboxSetupError:
         raise
     except Exception:
         logger.exception("code scoring failed; counted as a runtime error")
-        return _result(code, ["runtime_error"], _count(tests), False)
+        return _result(code, ["runtime_error"], _count(tests), False, grading)
 
 
 def _count(tests: dict) -> int:
     """Number of tests in a tests dict, 0 when it is malformed."""
     try:
-        return 1 if tests["type"] == "functional" else len(tests.get("asserts") or tests["inputs"])
-    except (KeyError, TypeError, AttributeError):
+        if tests["type"] in _HARNESS_MODES:
+            return HarnessPlan("", tests).total
+        return len(tests["inputs"])
+    except (KeyError, TypeError, AttributeError, ValueError):
         return 0

@@ -109,7 +109,8 @@ def test_apps_original_layout_call_based_and_difficulty(data_dir):
     problems = {p["id"]: p for p in env.load_problems()}
     assert sorted(problems) == ["0001", "0111", "2287", "2404", "4184"]
     call = json.loads(problems["2404"]["tests_json"])
-    assert call == {"type": "call", "fn_name": "findKthPositive", "inputs": [[[2, 3, 4, 7, 11], 5]], "outputs": [9]}
+    assert call == {"type": "call", "fn_name": "findKthPositive", "inputs": [[[2, 3, 4, 7, 11], 5]], "outputs": [9],
+                    "accept_unwrapped": True}
     assert problems["2404"]["starter_code"].startswith("class Solution:") and "Starter code" in problems["2404"]["question"]
     assert json.loads(problems["2287"]["tests_json"])["type"] == "stdin" and len(json.loads(problems["2287"]["tests_json"])["inputs"]) == 3
     assert [p["id"] for p in SkyEnvBuilder.build("apps", {"difficulty": "introductory"}).load_problems()] == ["2404", "4184"]

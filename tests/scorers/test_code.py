@@ -14,7 +14,8 @@ from skyeval.scorers.sandbox import SandboxLimits
 
 DATA = Path(os.environ.get("SKYEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 FAST = SandboxLimits(timeout_s=2.0, cpu_s=2.0)
-KEYS = {"score", "passed", "tests_passed", "tests_total", "failure_kind", "parse_failed", "extracted", "timed_out"}
+KEYS = {"score", "passed", "tests_passed", "tests_total", "failure_kind", "parse_failed", "extracted", "timed_out",
+        "grading"}
 
 
 def fenced(code: str, tag: str = "python") -> str:
@@ -104,7 +105,10 @@ def test_float_tolerance_and_trailing_whitespace():
 
 @pytest.mark.parametrize(("got", "want", "same"), [
     ("1.0000001\n", "1.0", True),
-    ("1e-9", "0", True),
+    ("1e-9", "0", False),  # an expected int is exact
+    ("1e-9", "0.0", True),
+    ("3.0", "3", True),  # the same value, as in call tests (2.0 == 2)
+    ("07", "7", False),
     ("3 \n\n\n", "3", True),
     ("1 2", "1  2", True),
     ("1\n2", "1 2", False),
@@ -127,13 +131,23 @@ def test_stop_at_first_failure_counts():
 
 # --- call-based (APPS fn_name) ------------------------------------------------------
 
-CALL = {"type": "call", "fn_name": "add", "inputs": [[1, 2], [2, 3], [0.1, 0.2]], "outputs": [3, [5], 0.3]}
+CALL = {"type": "call", "fn_name": "add", "inputs": [[1, 2], [2, 3], [0.1, 0.2]], "outputs": [3, 5, 0.3]}
 
 
-def test_call_based_solution_class_and_wrapped_outputs():
+def test_call_based_solution_class():
     code = fenced("class Solution:\n    def add(self, a: int, b: int) -> int:\n        return a + b")
     result = score_code(code, CALL)
-    assert result["passed"] and result["tests_passed"] == 3
+    assert result["passed"] and result["tests_passed"] == 3 and result["grading"] == "isolated"
+
+
+def test_wrapped_outputs_only_where_the_benchmark_accepts_them():
+    """`5` is not `[5]`; APPS's checker accepts `x` for an expected `[x]`, and so does its env."""
+    wrapped = {**CALL, "outputs": [3, [5], 0.3]}
+    code = fenced("def add(a, b):\n    return a + b")
+    assert score_code(code, wrapped, stop_at_first_failure=False)["tests_passed"] == 2
+    assert score_code(code, {**wrapped, "accept_unwrapped": True})["passed"]
+    listed = fenced("def add(a, b):\n    return [a + b]")
+    assert score_code(listed, CALL, stop_at_first_failure=False)["tests_passed"] == 0
 
 
 def test_call_based_plain_function_wrong_answer_counts():
@@ -171,7 +185,8 @@ def test_apps_reference_solutions_pass(problem):
     io = json.loads((folder / "input_output.json").read_text())
     solution = json.loads((folder / "solutions.json").read_text())[0]
     if "fn_name" in io:
-        tests = {"type": "call", "fn_name": io["fn_name"], "inputs": io["inputs"], "outputs": io["outputs"]}
+        tests = {"type": "call", "fn_name": io["fn_name"], "inputs": io["inputs"], "outputs": io["outputs"],
+                 "accept_unwrapped": True}  # as APPSEnv: APPS wraps some outputs in a list
     else:
         tests = stdin_tests(*zip(io["inputs"], io["outputs"]))
     assert score_code(fenced(solution), tests)["passed"]
@@ -209,7 +224,8 @@ def test_humaneval_canonical_solutions_all_pass_and_cross_wired_fail():
 def test_humaneval_wrong_completion_fails():
     row = _humaneval()[0]
     wrong = score_code(fenced(row["prompt"] + "    return False\n"), _humaneval_tests(row, row))
-    assert wrong["failure_kind"] == "wrong_answer" and wrong["tests_total"] == 1
+    assert wrong["failure_kind"] == "wrong_answer" and wrong["tests_total"] == 7  # its 7 asserts, isolated
+    assert wrong["grading"] == "isolated"
 
 
 @_needs(DATA / "deepcoder_test_code")

@@ -1,0 +1,333 @@
+"""Assert-style tests as (arguments, expected, comparison) triples, read with `ast`.
+
+HumanEval/LeetCode `check(candidate)` bodies and MBPP `assert f(x) == y` lines become
+`CallTest`s: the sandbox only calls the function with the arguments, the scorer compares
+the value it returns. A statement that is not one of the shapes below stays in the
+`residual` test code, which runs next to the program (`grading: in_process`).
+
+Shapes (C = a call of the function under test with literal arguments, E = a literal):
+`C == E` (either side), `C is True|False|None`, `C`, `not C`, `abs(C - E) < tol` (or
+`<=`, either order inside), `math.isclose(C, E, rel_tol=.., abs_tol=..)`,
+`set|sorted|tuple|list(C) == E` (E itself may be wrapped alike), and loops
+`for x in <literal>:` whose body is such asserts (unrolled). `assert True` is dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyeval.scorers.compare import Tolerance
+
+_MAX_ITEMS = 1 << 20  # a literal built by `*` or range() larger than this is not converted
+_BUILDERS = {"set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "sorted": sorted,
+             "float": float, "int": int, "str": str, "range": range, "dict": dict, "bool": bool}
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+           ast.Pow: lambda a, b: a ** b}
+# never the function under test in an MBPP assert (they wrap it); any other name may be,
+# builtins included (MBPP task 448 defines its own `sum`)
+_NOT_TARGETS = frozenset({"set", "sorted", "tuple", "list", "abs", "isclose", "len", "round", "str", "int", "float"})
+
+
+@dataclass(frozen=True)
+class CallTest:
+    """One converted test: call `function` (None: the entry point) with `args`/`kwargs`,
+    then `comparison` of the returned value with `expected` (see `passes`)."""
+
+    function: str | None
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    expected: Any = None
+    comparison: str = "eq"  # eq | is | truthy | falsy | abs_lt | abs_le | isclose | set | sorted | tuple | list
+    tolerance: tuple[float, ...] = ()  # abs_*: (bound,); isclose: (rel_tol, abs_tol)
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A test file split into isolated `calls` and the `residual` code (None when nothing is left)."""
+
+    calls: tuple[CallTest, ...]
+    residual: str | None
+
+
+class _Unconvertible(Exception):
+    pass
+
+
+_WRAPPERS = ("set", "sorted", "tuple", "list")
+_MAX_UNROLL = 1000
+
+
+def literal(node: ast.AST, names: dict[str, Any] | None = None) -> Any:
+    """Value of a literal expression (constants, containers, arithmetic, names in `names`,
+    and a few pure builtins such as set()/range()); `_Unconvertible` otherwise."""
+    names = names or {}
+    try:
+        value = _literal(node, names)
+    except _Unconvertible:
+        raise
+    except Exception as err:  # an expression the test itself would fail on
+        raise _Unconvertible(repr(err)) from None
+    if isinstance(value, range):
+        raise _Unconvertible("a bare range")
+    return value
+
+
+def _literal(node: ast.AST, names: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise _Unconvertible("starred element")
+        items = [_literal(e, names) for e in node.elts]
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise _Unconvertible("** in a dict")
+        return {_literal(k, names): _literal(v, names) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+        value = _literal(node.operand, names)
+        return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Not: lambda v: not v}[type(node.op)](value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _literal(node.left, names), _literal(node.right, names)
+        if isinstance(node.op, ast.Pow) and isinstance(right, int) and abs(right) > 4096:
+            raise _Unconvertible("large power")
+        if isinstance(node.op, ast.Mult) and any(isinstance(v, (str, list, tuple)) for v in (left, right)):
+            count = right if isinstance(right, int) else left
+            if isinstance(count, int) and count > _MAX_ITEMS:
+                raise _Unconvertible("large repetition")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BUILDERS
+            and node.func.id not in names and not node.keywords):
+        args = [_literal(a, names) for a in node.args]
+        if node.func.id == "range" and len(range(*args)) > _MAX_ITEMS:
+            raise _Unconvertible("large range")
+        return _BUILDERS[node.func.id](*args)
+    raise _Unconvertible(f"not a literal: {type(node).__name__}")
+
+
+class _Reader:
+    """Reads assert statements; `candidate` names the function under test (None: any
+    call of a name other than the wrappers (set, sorted, abs ...), as in MBPP's
+    `assert remove_Occ("hello", "l") == "heo"`)."""
+
+    def __init__(self, candidate: str | None, names: dict[str, Any]) -> None:
+        self.candidate, self.names = candidate, names
+
+    def _is_target(self, node: ast.AST) -> bool:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return False
+        name = node.func.id
+        if self.candidate is not None:
+            return name == self.candidate
+        return name not in _NOT_TARGETS and name not in self.names
+
+    def _call(self, node: ast.Call) -> tuple[str | None, tuple, dict]:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise _Unconvertible("*args or **kwargs")
+        args = tuple(literal(a, self.names) for a in node.args)
+        kwargs = {k.arg: literal(k.value, self.names) for k in node.keywords}
+        return (None if self.candidate else node.func.id), args, kwargs
+
+    def _wrapped(self, node: ast.AST) -> tuple[str, ast.Call] | None:
+        """("eq"|"set"|"sorted"|"tuple"|"list", the call) for C, set(C), sorted(C) ..."""
+        if self._is_target(node):
+            return "eq", node
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS
+                and len(node.args) == 1 and not node.keywords and self._is_target(node.args[0])):
+            return node.func.id, node.args[0]
+        return None
+
+    def _test(self, call: ast.Call, expected: Any = None, comparison: str = "eq", tolerance: tuple = ()) -> CallTest:
+        function, args, kwargs = self._call(call)
+        return CallTest(function, args, kwargs, expected, comparison, tolerance)
+
+    def read(self, stmt: ast.stmt) -> CallTest:
+        if not isinstance(stmt, ast.Assert):
+            raise _Unconvertible("not an assert")
+        expr = stmt.test
+        if self._is_target(expr):
+            return self._test(expr, comparison="truthy")
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) and self._is_target(expr.operand):
+            return self._test(expr.operand, comparison="falsy")
+        if isinstance(expr, ast.Call) and _is_isclose(expr.func) and len(expr.args) == 2:
+            sides = [self._is_target(a) for a in expr.args]
+            if sides.count(True) == 1:
+                call, other = (expr.args[0], expr.args[1]) if sides[0] else (expr.args[1], expr.args[0])
+                options = {k.arg: literal(k.value, self.names) for k in expr.keywords}
+                if set(options) - {"rel_tol", "abs_tol"}:
+                    raise _Unconvertible("isclose options")
+                tolerance = (float(options.get("rel_tol", 1e-9)), float(options.get("abs_tol", 0.0)))
+                return self._test(call, literal(other, self.names), "isclose", tolerance)
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+            return self._compare(expr.left, expr.ops[0], expr.comparators[0])
+        raise _Unconvertible("unsupported assert shape")
+
+    def _compare(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> CallTest:
+        if isinstance(op, ast.Eq):
+            for side, other in ((left, right), (right, left)):
+                found = self._wrapped(side)
+                if found:
+                    kind, call = found
+                    expected = _unwrap(other, kind, self.names)
+                    return self._test(call, expected, kind)
+        if isinstance(op, ast.Is) and self._is_target(left) and isinstance(right, ast.Constant) \
+                and right.value in (True, False, None) and type(right.value) in (bool, type(None)):
+            return self._test(left, right.value, "is")
+        if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Call) and isinstance(left.func, ast.Name) \
+                and left.func.id == "abs" and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp) \
+                and isinstance(left.args[0].op, ast.Sub):
+            diff = left.args[0]
+            bound = float(literal(right, self.names))
+            kind = "abs_lt" if isinstance(op, ast.Lt) else "abs_le"
+            for side, other in ((diff.left, diff.right), (diff.right, diff.left)):
+                if self._is_target(side):
+                    return self._test(side, literal(other, self.names), kind, (bound,))
+        raise _Unconvertible("unsupported comparison")
+
+
+def _is_isclose(func: ast.AST) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "isclose" and isinstance(func.value, ast.Name)
+            and func.value.id == "math") or (isinstance(func, ast.Name) and func.id == "isclose")
+
+
+def _unwrap(node: ast.AST, kind: str, names: dict[str, Any]) -> Any:
+    """The expected side of `set(C) == set(E)` / `sorted(C) == sorted(E)` (or a plain E)."""
+    if kind != "eq" and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == kind \
+            and len(node.args) == 1 and not node.keywords:
+        return _BUILDERS[kind](literal(node.args[0], names))
+    return literal(node, names)
+
+
+def _uses(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+@functools.lru_cache(maxsize=2048)
+def convert_check(test: str) -> Converted:
+    """Split a `def check(candidate): ...` test file (HumanEval, LeetCode)."""
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return Converted((), test)
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(checks) != 1 or len(checks[0].args.args) != 1:
+        return Converted((), test)
+    check = checks[0]
+    candidate = check.args.args[0].arg
+    names: dict[str, Any] = {}
+    for node in tree.body:  # module-level literal constants the asserts may use
+        _remember(node, names)
+    reader = _Reader(candidate, names)
+    calls, kept = [], []
+    for stmt in check.body:
+        if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant) and stmt.test.value:
+            continue  # `assert True`: tests nothing
+        try:
+            calls.extend(_unrolled(reader, stmt) if isinstance(stmt, ast.For) else [reader.read(stmt)])
+            continue
+        except _Unconvertible:
+            pass
+        _remember(stmt, names)
+        kept.append(stmt)
+    if not any(_uses(stmt, candidate) or any(isinstance(n, ast.Assert) for n in ast.walk(stmt)) for stmt in kept):
+        return Converted(tuple(calls), None)
+    check.body = kept
+    return Converted(tuple(calls), ast.unparse(tree))
+
+
+def _unrolled(reader: _Reader, loop: ast.For) -> list[CallTest]:
+    """`for x in <literal>: assert ...` as one test per item (its body only asserts)."""
+    if not isinstance(loop.target, ast.Name) or loop.orelse:
+        raise _Unconvertible("loop shape")
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+        it = ast.Call(func=ast.Name(id="list", ctx=ast.Load()), args=[it], keywords=[])
+    items = literal(it, reader.names)
+    if not isinstance(items, (list, tuple, str)) or len(items) > _MAX_UNROLL:
+        raise _Unconvertible("loop items")
+    name, saved = loop.target.id, reader.names.get(loop.target.id, _MISSING)
+    try:
+        tests = []
+        for item in items:
+            reader.names[name] = item
+            tests.extend(reader.read(stmt) for stmt in loop.body)
+        return tests
+    finally:
+        if saved is _MISSING:
+            reader.names.pop(name, None)
+        else:
+            reader.names[name] = saved
+
+
+_MISSING = object()
+
+
+def _remember(node: ast.stmt, names: dict[str, Any]) -> None:
+    """Track `name = literal` assignments (others make the name unknown)."""
+    if isinstance(node, ast.Assign):
+        targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        try:
+            value = literal(node.value, names) if len(targets) == len(node.targets) == 1 else None
+        except _Unconvertible:
+            value = None
+        for target in ast.walk(node):
+            if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                names.pop(target.id, None)
+        if value is not None:
+            names[targets[0]] = value
+    else:
+        for target in ast.walk(node):
+            if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                names.pop(target.id, None)
+
+
+@functools.lru_cache(maxsize=8192)
+def convert_assert(test: str) -> CallTest | None:
+    """One MBPP-style assert line (`assert f(x) == y`); None when it is not one of the shapes."""
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    try:
+        return _Reader(None, {}).read(tree.body[0])
+    except _Unconvertible:
+        return None
+
+
+def passes(test: CallTest, got: Any, tol: Tolerance | None = None) -> bool:
+    """Whether value `got` (plain data from the sandbox) passes `test`, judged here."""
+    from skyeval.scorers.compare import DEFAULT_TOLERANCE, same, spread
+
+    tol = tol or DEFAULT_TOLERANCE
+    how, want = test.comparison, test.expected
+    try:
+        if how == "eq":
+            return same(got, want, tol)
+        if how == "is":
+            return type(got) is type(want) and got == want
+        if how in ("truthy", "falsy"):
+            return bool(got) is (how == "truthy")
+        if how in ("abs_lt", "abs_le", "isclose"):
+            if type(got) not in (int, float) or type(want) not in (int, float):
+                return False
+            if how == "isclose":
+                return math.isclose(got, want, rel_tol=test.tolerance[0], abs_tol=test.tolerance[1])
+            gap = abs(got - want)
+            return gap < test.tolerance[0] if how == "abs_lt" else gap <= test.tolerance[0]
+        if how == "set":
+            return isinstance(got, (list, tuple, set, frozenset, str, dict)) and set(spread(list(got))) == want
+        if how in ("sorted", "tuple", "list"):
+            return isinstance(got, (list, tuple, set, frozenset, str, dict)) and same(_BUILDERS[how](got), want, tol)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return False
+    raise ValueError(f"unknown comparison {how!r}")
