@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
+from skyeval.metrics import AnswerVote
 from skyeval.scorers.math import last_boxed, require_math_verify
 from skyeval.templates import BOXED_INSTRUCTION, Template
 
@@ -65,6 +66,13 @@ class MathEnv(Env):
         expected = problem["expected"]
         answer = expected[0] if isinstance(expected, list) else expected
         return f"{solution}\n\nThe final answer is $\\boxed{{{answer}}}$.".lstrip()
+
+    @property
+    def vote(self) -> AnswerVote:
+        """Majority vote over the grader's equivalence classes (docs/metrics.md)."""
+        from skyeval.scorers.math import answer_key, equivalent
+
+        return AnswerVote(key=answer_key, equivalent=equivalent)
 
     scorer_name = "math"
     hash_answer = False  # whether `#### x` states the answer (GSM8K's format)
