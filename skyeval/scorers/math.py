@@ -384,6 +384,7 @@ _REMARK = re.compile(
     r"reasonable|plausible|wrong|off|close|different|too|very|quite|in)\b",
     re.I,
 )
+_CHECKING = re.compile(r"\b(?:check|checking|verify|verifying|confirm|confirming|test|testing|plug|plugging)\s+(?:\w+\s+)?$", re.I)
 _NUMBER_WORDS = {
     w: i for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -396,6 +397,8 @@ _WORD_NUMBER_THEN_WORD = re.compile(rf"({'|'.join(_NUMBER_WORDS)})\b(?:\s+[A-Za-
 def _phrase_answer(text: str, match: re.Match) -> str | None:
     """The answer an "answer is" / "answer:" statement gives, up to the sentence end; None
     when it is a remark ("the answer is consistent") or holds a box (the box is the anchor)."""
+    if _CHECKING.search(text[max(match.start() - 40, 0) : match.start()]):
+        return None  # "let us check our answer: ..." is a check, not an answer
     rest = text[match.end() : match.end() + 2000].lstrip(" *\t")
     line, _, more = rest.partition("\n")
     if not line.strip():  # "Answer:\n\n42"
@@ -481,6 +484,9 @@ def _quick_verdict(golds: list[Labelled], candidates: list[Labelled]) -> tuple[b
     plain numbers (with the tolerance of a decimal gold's stated precision) and simple
     fractions. The verdict is None when pairs remain."""
     pairs = []
+    gold_labels = {label for label, _ in golds if label}
+    # an answer naming another option than the gold's is wrong, whatever its value
+    candidates = [(label, c) for label, c in candidates if not (label and gold_labels and label not in gold_labels)]
     for gold_label, gold in golds:
         gold_key, gold_number = _text_key(gold), _number(gold)
         for label, candidate in candidates:
