@@ -207,7 +207,7 @@ class MetricsAccumulator:
         completion = usage.get("completion_tokens")
         if reason is not None:
             self.finish_known += 1
-            self.truncated += reason == "length"
+            self.truncated += reason == "length" or record.get("reasoning_state") == "unclosed"
             if reason == "stop":
                 self.finished += 1
                 self.finished_score += exact(score)

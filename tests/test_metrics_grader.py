@@ -1,4 +1,5 @@
-"""Majority vote over the grader's equivalence classes (issue 24), not raw strings."""
+"""Metrics that use the grader's view of a sample (issue 24): the majority vote over equivalence
+classes, not raw strings, and truncation accounting by reasoning state."""
 
 from __future__ import annotations
 
@@ -66,3 +67,16 @@ def test_a_math_env_votes_by_equivalence_in_its_run_metrics():
     row = next(acc.drain_problems(final=True))
     assert (row["majority_answer"], row["majority_score"]) == ("0.5", 1.0)
     assert acc.summary()["majority_vote_accuracy"] == 1.0
+
+
+def test_an_unclosed_thought_counts_as_truncated():
+    """Truncation accounting uses the reasoning state too: a Sky-T1 thought that never
+    closed is truncated even when the server said "stop"."""
+    from skyeval.scorers.math import score_math
+
+    records = [
+        {"id": "p", "sample_idx": 0, "finish_reason": "stop",
+         **score_math("<|begin_of_thought|>so 5 and", "5", finish_reason="stop")},
+        {"id": "q", "sample_idx": 0, "finish_reason": "stop", **score_math("\\boxed{5}", "5", finish_reason="stop")},
+    ]
+    assert summarize(records, 1)["truncated_rate"] == 0.5
