@@ -255,15 +255,18 @@ _QUALIFIER = re.compile(
 def _strip_qualifier(text: str) -> str:
     """`5, \\text{ where } x > 0` -> `5`; `12 (rounded)` -> `12`: side text after a value."""
     match = _QUALIFIER.search(text)
-    return text[: match.start()].strip() if match and match.start() > 0 else text
+    if not match or match.start() == 0 or re.search(r"[,;]\s*-?\d", match.group()):
+        return text  # "5 (when n is odd), 6 (when n is even)" is two answers
+    return text[: match.start()].strip()
 
 
 _NUMBER_RE = r"-?(?:\d+(?:\.\d*)?|\.\d+)"
 _UNIT = re.compile(
     rf"^({_NUMBER_RE})\s*(?:"
     r"(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)\s*(?:\\text\{\s*)?[CFK]?\}?"  # 250^\circ F
-    r"|(?:\\[ ,;!]|~|\s)*(?:\\(?:text|mbox|mathrm|textrm)\{[^{}]*\}\s*)+"  # 12 \text{ cm}
-    r"|\s+(?!(?:sin|cos|tan|log|ln|exp|and|or)\b)[A-Za-z]{2,}(?:\s*(?:/|per)\s*[A-Za-z]+|\^\{?\d\}?)?\.?"  # 18 dollars
+    r"|(?:\\[ ,;!]|~|\s)*(?:\\(?:text|mbox|mathrm|textrm)\{(?!\s*(?:hundred|thousand|[mbtr]illion|dozen))[^{}]*\}\s*)+"  # 12 \text{ cm}
+    r"|\s+(?!(?:sin|cos|tan|log|ln|exp|and|or|pi|sqrt|mod|modulo|times|over|plus|minus|squared|cubed|"
+    r"hundreds?|thousands?|millions?|billions?|trillions?|dozens?|tenths?|hundredths?|thousandths?)\b)[A-Za-z]{2,}(?:\s*(?:/|per)\s*[A-Za-z]+|\^\{?\d\}?)?\.?"  # 18 dollars
     r")$"
 )
 
@@ -317,15 +320,16 @@ def _matching_braces(text: str) -> dict[int, int]:
 def _find_answer(text: str, *, hash_answer: bool, timeout_s: float) -> tuple[tuple[str, list[str]] | None, str | None]:
     """((answer, the boxes ending the response when there are several) or None, why not)."""
     text, loop = _cut_repetition(text)
-    anchors = _anchors(text, hash_answer)
+    anchors, boxes = _anchors(text, hash_answer)
     if not anchors and loop:
-        anchors = _anchors(loop, hash_answer)  # a model repeating its own final answer
-        text = loop
+        text = loop  # a model repeating its own final answer
+        anchors, boxes = _anchors(text, hash_answer)
     if anchors:
-        end, content, boxes = anchors[-1]
+        _, content, box = anchors[-1]
         if not content:
             return None, EMPTY_BOX
-        return (content, _final_box_run(text, boxes) if boxes else []), None
+        run = _final_box_run(text, [b for b in boxes[: box + 1] if b[2]]) if box is not None else []
+        return (content, run), None
     if loop is not None:
         return None, REPETITION
     if not text.strip():
@@ -334,32 +338,22 @@ def _find_answer(text: str, *, hash_answer: bool, timeout_s: float) -> tuple[tup
     return ((extracted, []) if extracted else None), None
 
 
-def _anchors(text: str, hash_answer: bool) -> list[tuple[int, str, list]]:
-    """Answer statements of ``text`` as (position, answer, boxes up to it), in text order;
-    a new problem the model invents after an answer ends the text first."""
+def _anchors(text: str, hash_answer: bool) -> tuple[list[tuple[int, str, int | None]], list[tuple[int, int, str]]]:
+    """(answer statements of ``text`` as (position, answer, index of the box or None) in
+    text order, the boxes). A new problem the model invents after its first committed
+    answer ends the text."""
     scan_from = max(len(text) - BOX_SCAN_CHARS, 0)
-    anchors = _statements(text, scan_from, hash_answer)
-    if anchors:
-        invented = _NEW_PROBLEM.search(text, anchors[0][0] + 1)
-        if invented:
-            text = text[: invented.start()]
-            anchors = [a for a in anchors if a[0] < invented.start()]
+    tail = max(len(text) - TAIL_CHARS, 0)
     boxes = _boxes(text[scan_from:], keep_empty=True)
-    found = [(scan_from + end, content, [b for b in boxes if b[1] <= end - scan_from and b[2]]) for _, end, content in boxes]
-    tail = max(len(text) - TAIL_CHARS, 0)
-    found += [(end, content, []) for end, content, _ in anchors if end >= tail and content is not None]
-    return sorted(found, key=lambda anchor: anchor[0])
-
-
-def _statements(text: str, start: int, hash_answer: bool) -> list[tuple[int, str | None, None]]:
-    """Every box end, "answer is" statement and (``hash_answer``) ``####`` line, as
-    (position, answer or None for a box, None), in text order: where answers sit."""
-    found = [(m.end(), None, None) for m in _BOXED.finditer(text, start)]
-    tail = max(len(text) - TAIL_CHARS, 0)
-    found += [(m.end(), _phrase_answer(text, m), None) for m in _ANSWER_PHRASE.finditer(text, tail)]
+    found: list[tuple[int, str, int | None]] = [(scan_from + end, content, i) for i, (_, end, content) in enumerate(boxes)]
+    found += [(m.end(), answer, None) for m in _ANSWER_PHRASE.finditer(text, tail) if (answer := _phrase_answer(text, m))]
     if hash_answer:
-        found += [(m.end(), m.group(1).strip(), None) for m in _GSM8K.finditer(text, tail)]
-    return sorted((f for f in found if f[1] is None or f[1]), key=lambda f: f[0])
+        found += [(m.end(), m.group(1).strip(), None) for m in _GSM8K.finditer(text, tail) if m.group(1).strip()]
+    found.sort(key=lambda anchor: anchor[0])
+    first = next((anchor[0] for anchor in found if anchor[1]), None)
+    if first is not None and (invented := _NEW_PROBLEM.search(text, first)):
+        found = [anchor for anchor in found if anchor[0] <= invented.start()]
+    return found, boxes
 
 
 def _final_box_run(text: str, boxes: list[tuple[int, int, str]]) -> list[str]:
