@@ -378,6 +378,7 @@ _REMARK = re.compile(
     r"reasonable|plausible|wrong|off|close|different|too|very|quite|in)\b",
     re.I,
 )
+_STATED_VALUE = re.compile(r"^[A-Za-z][^=]*?\s(?:is|are|equals|was)\s+(?:equal\s+to\s+)?([^\s].*)$")
 _CHECKING = re.compile(r"\b(?:check|checking|verify|verifying|confirm|confirming|test|testing|plug|plugging)\s+(?:\w+\s+)?$", re.I)
 _NUMBER_WORDS = {
     w: i for i, w in enumerate(
@@ -406,6 +407,8 @@ def _phrase_answer(text: str, match: re.Match) -> str | None:
             if close > 0:
                 return line[len(start) : close].strip() or None
     sentence = re.split(r"\.(?:\s|$)|[!?](?:\s|$)", line, maxsplit=1)[0].strip(" *").strip()
+    if (value := _STATED_VALUE.search(sentence)) and re.search(r"[\d$\\]", value.group(1)):
+        sentence = value.group(1).strip()  # "Final Answer: The largest $n$ is 34" -> "34"
     if not sentence or _REMARK.match(sentence):
         return None
     if number := _NUMBER_THEN_WORD.match(sentence):  # "18 dollars" -> "18"

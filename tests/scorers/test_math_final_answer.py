@@ -59,6 +59,10 @@ CASES = [
     ("prose", "Adding them, the answer is indeed 9.", "9", True),
     ("prose", "She keeps the rest, so the answer is five apples.", "5", True),
     ("prose", "She keeps the rest, so the answer is four apples.", "5", False),
+    ("prose", "Final Answer: The largest $n$ is 34.", "34", True),
+    ("prose", "Final Answer: The largest $n$ is 34.", "35", False),
+    ("prose", "So the answer is that the sum of the roots is $-7$.", "-7", True),
+    ("prose", "Answer: The number of ways is 120.", "120", True),
     # --- junk after the answer: an invented next problem ---
     ("invented_problem", "Therefore the answer is $\\boxed{6}$.\n\nProblem 2: What is 3 + 5?\nSolution: "
      "$\\boxed{8}$", "6", True),
