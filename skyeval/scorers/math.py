@@ -608,13 +608,10 @@ def _is_answer_set(gold: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=4096)
-def _parse_gold(gold: str) -> list:
-    """Parsed gold answers are reused across samples (n samples share a gold)."""
-    return _parse_boxed(gold)
-
-
+@lru_cache(maxsize=8192)
 def _parse_boxed(answer: str) -> list:
+    """math-verify's parse of ``\\boxed{answer}``, cached per process: n samples share a gold,
+    and often an answer (verify does not modify what it is given)."""
     from math_verify import parse
 
     return parse(f"\\boxed{{{answer}}}", _boxed_config(), parsing_timeout=None)
@@ -635,7 +632,7 @@ def _verify_any(pairs: tuple[tuple[str, str], ...]) -> bool:
     from math_verify import verify
 
     for gold_text, candidate in pairs:
-        golds = _parse_gold(gold_text)
+        golds = _parse_boxed(gold_text)
         predictions = _parse_boxed(candidate)
         if not golds or not predictions:
             continue
