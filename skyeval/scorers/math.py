@@ -32,7 +32,7 @@ from skyeval.scorers.time_limit import TimeLimitExceeded, call_with_time_limit
 TAIL_CHARS = 8000  # unanchored answers sit at the end; bounds work on degenerate generations
 BOX_SCAN_CHARS = 200_000  # boxes are looked for this far back (long, degenerate outputs)
 MAX_ANSWER_CHARS = 1000  # longer "answers" are degenerate, not graded
-UNCLOSED_THINK = "unclosed reasoning: truncated thought"
+UNCLOSED_REASONING = "unclosed reasoning: truncated thought"
 TRUNCATED = "truncated output (finish_reason length) without a closed thought"
 REPETITION = "repetition loop without an answer"
 EMPTY_BOX = "empty \\boxed{}"
@@ -85,7 +85,7 @@ def final_response(
 
     parsed = parse(generation if isinstance(generation, str) else "", reasoning_content=reasoning)
     if parsed.state == UNCLOSED:
-        return "", parsed.state, UNCLOSED_THINK
+        return "", parsed.state, UNCLOSED_REASONING
     if finish_reason == "length" and parsed.state == NONE and not grade_truncated:
         return "", parsed.state, TRUNCATED
     return parsed.answer, parsed.state, None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from skyeval.scorers.math import EMPTY_BOX, REPETITION, TRUNCATED, UNCLOSED_THINK, score_math
+from skyeval.scorers.math import EMPTY_BOX, REPETITION, TRUNCATED, UNCLOSED_REASONING, score_math
 
 LOOP = "Wait, let me recompute: 6 * 7 = 42, and 42 - 2 = 40. "
 
@@ -97,7 +97,7 @@ def test_grader_gives_the_human_verdict(cls, generation, gold, right):
 
 
 @pytest.mark.parametrize(("generation", "error"), [
-    ("<|begin_of_thought|>\nSo it is $42$", UNCLOSED_THINK),
+    ("<|begin_of_thought|>\nSo it is $42$", UNCLOSED_REASONING),
     ("We compute step by step. " + LOOP * 12, REPETITION),
     ("Find 3 + 4. Put your final answer within \\boxed{}.", EMPTY_BOX),
 ])
@@ -116,7 +116,7 @@ def test_cut_off_output_without_a_closed_thought_is_a_parse_failure_unless_opted
     assert score_math(closed, "42", finish_reason="length")["score"] == 1.0
     # the reasoning came in its own field (a server's reasoning_content)
     assert score_math("So $\\boxed{42}$ and", "42", reasoning="6*7", finish_reason="length")["score"] == 1.0
-    assert score_math("", "42", reasoning="6*7=42 so", finish_reason="length")["parse_error"] == UNCLOSED_THINK
+    assert score_math("", "42", reasoning="6*7=42 so", finish_reason="length")["parse_error"] == UNCLOSED_REASONING
 
 
 def test_hash_marks_are_read_only_when_asked():
