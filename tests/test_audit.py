@@ -51,15 +51,43 @@ def test_audit_writes_every_disagreement_and_the_counts(tmp_path, data_dir, gold
     summary = json.loads((run_dir / "audit" / "summary.json").read_text())
     assert summary["generations"] == 3 and summary["skipped"] == 1
     assert (summary["both_right"], summary["skyeval_only_right"], summary["math_verify_only_right"]) == (1, 1, 1)
-    assert summary["skyeval_parse_errors"] == {"unclosed <think>: truncated reasoning": 1}
+    assert summary["skyeval_parse_errors"] == {"unclosed reasoning: truncated thought": 1}
     lines = (run_dir / "audit" / "disagreements.jsonl").read_text().splitlines()
     rows = {(row["id"], row["sample_idx"]): row for row in map(json.loads, lines)}
     assert set(rows) == {(id1, 0), (id2, 1)}
     assert rows[id1, 0]["gold"] == gold1 and rows[id1, 0]["skyeval"] == 0.0 and rows[id1, 0]["math_verify"] == 1.0
-    assert rows[id1, 0]["extracted"] is None and rows[id1, 0]["parse_error"].startswith("unclosed <think>")
+    assert rows[id1, 0]["extracted"] is None and rows[id1, 0]["parse_error"].startswith("unclosed reasoning")
     assert rows[id2, 1] | {"generation_tail": None} == {
         "id": id2, "sample_idx": 1, "gold": "28\\%", "extracted": "28", "math_verify_extracted": "28",
         "skyeval": 1.0, "math_verify": 0.0, "parse_error": None, "generation_tail": None,
+        "reasoning_state": "none", "finish_reason": None,
+    }
+
+
+def test_audit_shows_the_reasoning_and_final_answer_rules_at_work(tmp_path, data_dir, golds):
+    """Issue 24's rules on a run: a cut-off Sky-T1 thought, an output cut off by the token
+    limit, an earlier answer overruled by the final one, a heading that is no answer."""
+    (id0, gold0), (id1, gold1), (id2, gold2) = golds
+    records = [
+        {"id": id0, "sample_idx": 0, "generation": f"<|begin_of_thought|>\nSo it is $\\boxed{{{gold0}}}$, but wait"},
+        {"id": id1, "sample_idx": 0, "generation": f"Each term gives $\\boxed{{{gold1}}}$ and then", "finish_reason": "length"},
+        {"id": id2, "sample_idx": 0, "generation": "The answer is 12345. Checking once more, that was a slip.\n\n"
+                                                     f"**Final answer:** ${gold2}$"},
+        {"id": id2, "sample_idx": 1, "generation": f"#### Step 1: simplify\nSo the answer is ${gold2}$."},
+    ]
+    run_dir = _run_folder(tmp_path, data_dir, records)
+    assert main([f"run_dir={run_dir}"]) == 0
+    summary = json.loads((run_dir / "audit" / "summary.json").read_text())
+    assert summary["skyeval_parse_errors"] == {
+        "unclosed reasoning: truncated thought": 1,
+        "truncated output (finish_reason length) without a closed thought": 1,
+    }
+    assert summary["reasoning_states"] == {"unclosed": 1, "none": 3}
+    assert summary["both_right"] + summary["skyeval_only_right"] == 2  # the final answer, not the heading
+    rows = [json.loads(line) for line in (run_dir / "audit" / "disagreements.jsonl").read_text().splitlines()]
+    assert {(row["id"], row["parse_error"]) for row in rows if row["skyeval"] == 0.0} >= {
+        (id0, "unclosed reasoning: truncated thought"),
+        (id1, "truncated output (finish_reason length) without a closed thought"),
     }
 
 

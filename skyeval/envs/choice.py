@@ -49,7 +49,8 @@ class ChoiceScorer:
         from skyeval.scorers.choice import score_choice
 
         num_options = item.get("num_options") or len(LETTERS)
-        return score_choice(item.get("generation") or "", item["expected"], num_options=num_options)
+        return score_choice(item.get("generation") or "", item["expected"], num_options=num_options,
+                            reasoning=item.get("reasoning"))
 
 
 def choice_problem(problem_id: str, stem: str, options: Sequence[str], answer_index: int, **meta: Any) -> dict[str, Any]:

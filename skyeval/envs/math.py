@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
+from skyeval.metrics import AnswerVote
 from skyeval.scorers.math import last_boxed, require_math_verify
 from skyeval.templates import BOXED_INSTRUCTION, Template
 
@@ -20,7 +21,9 @@ class MathEnv(Env):
     """A row with a question, a final answer and (optionally) a worked solution.
 
     The `*_field` knobs name the columns; `expected` is the answer as a string (or a list
-    of acceptable answers); `meta_fields` are copied into the problem as they are."""
+    of acceptable answers); `meta_fields` are copied into the problem as they are.
+    `grade_truncated`: grade a sample cut off by the token limit (`finish_reason: length`)
+    without a closed thought; by default it is a parse failure (docs/grading.md)."""
 
     default_template = Template(messages=[{"role": "user", "content": "{question}\n" + BOXED_INSTRUCTION}])
 
@@ -32,6 +35,7 @@ class MathEnv(Env):
         id_field: str | None = None,
         meta_fields: list[str] | None = None,
         timeout_s: float = 5.0,
+        grade_truncated: bool = False,
         **kwargs: Any,
     ) -> None:
         require_math_verify()  # a missing grader dependency fails at build, not as score 0
@@ -40,6 +44,7 @@ class MathEnv(Env):
         self.solution_field, self.id_field = solution_field, id_field
         self.meta_fields = list(meta_fields or [])
         self.timeout_s = check_positive("env.timeout_s", timeout_s)
+        self.grade_truncated = bool(grade_truncated)
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         return {
@@ -62,7 +67,15 @@ class MathEnv(Env):
         answer = expected[0] if isinstance(expected, list) else expected
         return f"{solution}\n\nThe final answer is $\\boxed{{{answer}}}$.".lstrip()
 
+    @property
+    def vote(self) -> AnswerVote:
+        """Majority vote over the grader's equivalence classes (docs/metrics.md)."""
+        from skyeval.scorers.math import answer_key, equivalent
+
+        return AnswerVote(key=answer_key, equivalent=equivalent)
+
     scorer_name = "math"
+    hash_answer = False  # whether `#### x` states the answer (GSM8K's format)
 
     def scoring_functions(self) -> dict[str, Any]:
         return {"math": MathScorer}
@@ -70,19 +83,28 @@ class MathEnv(Env):
 
 class MathScorer:
     """Correctness of a sample's final answer against `expected` (math-verify), within the
-    env's `timeout_s`: `{"score", "extracted", "parse_failed", ...}`."""
+    env's `timeout_s`, from the sample's answer part (its `reasoning` and `finish_reason`
+    fields are used): `{"score", "extracted", "parse_failed", "reasoning_state", ...}`."""
 
     def __init__(self, env: Env | None = None) -> None:
         self.timeout_s = getattr(env, "timeout_s", 5.0)
+        self.grade_truncated = getattr(env, "grade_truncated", False)
+        self.hash_answer = getattr(env, "hash_answer", False)
 
     def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.math import score_math
 
-        return score_math(item.get("generation") or "", item["expected"], timeout_s=self.timeout_s)
+        return score_math(
+            item.get("generation") or "", item["expected"], timeout_s=self.timeout_s,
+            reasoning=item.get("reasoning"), finish_reason=item.get("finish_reason"),
+            grade_truncated=self.grade_truncated, hash_answer=self.hash_answer,
+        )
 
 
 class GSM8KEnv(MathEnv):
     """GSM8K: the answer is the number after `#### `; the rationale has `<<a*b=c>>` notes."""
+
+    hash_answer = True
 
     def __init__(self, question_field: str = "question", id_field: str | None = None, **kwargs: Any) -> None:
         super().__init__(question_field=question_field, id_field=id_field, **kwargs)
@@ -200,7 +222,10 @@ class OlympiadBenchScorer(MathScorer):
         self.score_format = env.score_format
 
     def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
-        result = {**super().__call__(item), "format_ok": last_boxed(item.get("generation") or "") is not None}
+        from skyeval.scorers.math import final_response
+
+        answer, _, _ = final_response(item.get("generation") or "", reasoning=item.get("reasoning"))
+        result = {**super().__call__(item), "format_ok": last_boxed(answer) is not None}  # never a box in the thoughts
         if self.score_format and not result["format_ok"]:
             result["score"] = 0.0
         return result

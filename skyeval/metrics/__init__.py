@@ -2,6 +2,7 @@
 
 from skyeval.metrics.accumulator import (
     CORRECT,
+    AnswerVote,
     MetricsAccumulator,
     exact_pass_at_k,
     majority_answer,
@@ -11,5 +12,5 @@ from skyeval.metrics.accumulator import (
 )
 from skyeval.metrics.specs import MetricSpec, ks_for, parse_metrics
 
-__all__ = ["CORRECT", "MetricSpec", "MetricsAccumulator", "exact_pass_at_k", "ks_for", "majority_answer",
+__all__ = ["CORRECT", "AnswerVote", "MetricSpec", "MetricsAccumulator", "exact_pass_at_k", "ks_for", "majority_answer",
            "parse_metrics", "pass_at_k", "per_problem", "summarize"]

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from skyeval.errors import ConfigError
 from skyeval.metrics.intervals import (
@@ -50,13 +50,49 @@ def exact_pass_at_k(n: int, c: int, k: int) -> Exact:
     return exact(1 - Fraction(comb(n - c, k), comb(n, k))) if c else 0
 
 
-def majority_answer(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The record holding the most frequent extracted answer (ties: first seen)."""
-    answers = [r.get("extracted") for r in records if r.get("extracted") is not None]
-    if not answers:
+@dataclass(frozen=True)
+class AnswerVote:
+    """How a majority vote groups answers: `key` maps an extracted answer to a canonical
+    key (answers with one key are one class), `equivalent(answer, other)` then merges
+    classes whose representatives the grader calls equal. At most `max_classes` classes
+    (the largest, then first seen) are compared pairwise, so a vote costs at most
+    max_classes * (max_classes - 1) / 2 `equivalent` calls."""
+
+    key: Callable[[str], str]
+    equivalent: Callable[[str, str], bool]
+    max_classes: int = 8
+
+
+def majority_answer(records: list[dict[str, Any]], vote: AnswerVote | None = None) -> dict[str, Any] | None:
+    """The first record of the largest class of extracted answers (ties: the class whose
+    first answer comes first). Without `vote` the classes are identical strings."""
+    answered = [r for r in records if r.get("extracted") is not None]
+    if not answered:
         return None
-    top = Counter(answers).most_common(1)[0][0]
-    return next(r for r in records if r.get("extracted") == top)
+    key = vote.key if vote else str
+    classes: dict[str, list[int]] = {}  # positions in `answered`; dicts keep first-seen order
+    for i, record in enumerate(answered):
+        classes.setdefault(key(record["extracted"]), []).append(i)
+    groups = list(classes.values())
+    if vote and len(groups) > 1:
+        groups = _merge_equivalent(groups, [r["extracted"] for r in answered], vote)
+    best = max(groups, key=lambda g: (len(g), -g[0]))
+    return answered[best[0]]
+
+
+def _merge_equivalent(groups: list[list[int]], answers: list[str], vote: AnswerVote) -> list[list[int]]:
+    """Merge classes whose first answers are equivalent, comparing only the `max_classes`
+    largest (ties: first seen); every class keeps its positions sorted."""
+    ranked = sorted(groups, key=lambda g: (-len(g), g[0]))
+    merged: list[list[int]] = []
+    for group in ranked[: vote.max_classes]:
+        for target in merged:
+            if vote.equivalent(answers[group[0]], answers[target[0]]):
+                target[:] = sorted(target + group)
+                break
+        else:
+            merged.append(list(group))
+    return merged + ranked[vote.max_classes :]
 
 
 @dataclass
@@ -91,16 +127,18 @@ class MetricsAccumulator:
     reported under `scorers`; `metrics` is the user's selection (see `parse_metrics`),
     else pass@k at `ks` (default `ks_for(n)`). With `per_problem=False` no per-problem
     rows are kept for `drain_problems` (for consumers that only want the summary).
+    `vote` groups equivalent answers for the majority vote (the env's `vote`, e.g. math's
+    equivalence); without it identical strings vote together. It is not part of `state()`.
     """
 
     def __init__(self, n: int, *, ks: list[int] | None = None, max_tokens: int | None = None,
                  extra_scores: Iterable[str] = (), metrics: list[MetricSpec | dict] | None = None,
-                 per_problem: bool = True) -> None:
+                 per_problem: bool = True, vote: AnswerVote | None = None) -> None:
         if n < 1:
             raise ConfigError(f"n must be >= 1, got {n}")
         specs = as_specs(metrics)
         self.n, self.ks, self.max_tokens = n, list(ks) if ks else None, max_tokens
-        self.extra_scores, self.per_problem = list(extra_scores), per_problem
+        self.extra_scores, self.per_problem, self.vote = list(extra_scores), per_problem, vote
         self.metrics = None if specs is None else [s.asdict() for s in specs]  # as asked (plain data: state())
         self.specs = parse_metrics(specs, n, self.ks)
         self.budgets = sorted({b for b in (max_tokens // 8, max_tokens // 4, max_tokens // 2, max_tokens) if b >= 1}) \
@@ -172,7 +210,7 @@ class MetricsAccumulator:
         completion = usage.get("completion_tokens")
         if reason is not None:
             self.finish_known += 1
-            self.truncated += reason == "length"
+            self.truncated += reason == "length" or record.get("reasoning_state") == "unclosed"
             if reason == "stop":
                 self.finished += 1
                 self.finished_score += exact(score)
@@ -222,7 +260,7 @@ class MetricsAccumulator:
                 if available >= spec.k:
                     hits = sum(i < spec.n_samples for i in correct)
                     self.scored_only[name].add(exact_pass_at_k(available, hits, spec.k))
-        majority = _majority(scored)
+        majority = _majority(scored, self.vote)
         if n > 1:
             best = max((s for _, s, _ in scored), default=0.0)
             self.headline["majority_vote_accuracy"].add(exact(majority[1]))
@@ -239,13 +277,12 @@ class MetricsAccumulator:
                 "failed": len(samples) - len(scored), "missing": n - len(samples),
             })
 
-    @staticmethod
-    def _spec_value(spec: MetricSpec, scored: list, correct: list[int]) -> Exact:
+    def _spec_value(self, spec: MetricSpec, scored: list, correct: list[int]) -> Exact:
         first = [(i, s, a) for i, s, a in scored if i < spec.n_samples]
         if spec.type == "pass":
             return exact_pass_at_k(spec.n_samples, sum(i < spec.n_samples for i in correct), spec.k)
         if spec.type == "maj":
-            return exact(_majority(first)[1])
+            return exact(_majority(first, self.vote)[1])
         return exact(Fraction(sum(exact(s) for _, s, _ in first), spec.n_samples))
 
     # -- merging and state -------------------------------------------------------------------
@@ -402,9 +439,9 @@ class MetricsAccumulator:
         return out
 
 
-def _majority(scored: list[tuple[int, float, Any]]) -> tuple[Any, float]:
+def _majority(scored: list[tuple[int, float, Any]], vote: AnswerVote | None) -> tuple[Any, float]:
     """(answer, score) of the majority vote over samples in index order; no answer scores 0."""
-    winner = majority_answer([{"extracted": a, "score": s} for _, s, a in scored])
+    winner = majority_answer([{"extracted": a, "score": s} for _, s, a in scored], vote)
     return (winner["extracted"], winner["score"]) if winner else (None, 0.0)
 
 
@@ -424,10 +461,10 @@ def summarize(scores: Iterable[dict[str, Any]], n: int, failures: Iterable[dict[
 
 
 def per_problem(scores: Iterable[dict[str, Any]], n: int | None = None,
-                failures: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+                failures: Iterable[dict[str, Any]] = (), vote: AnswerVote | None = None) -> list[dict[str, Any]]:
     """Per-problem rows for records held in lists; `n` defaults to the largest sample_idx + 1."""
     scores, failures = list(scores), list(failures)
-    acc = MetricsAccumulator(n or 1 + max((r["sample_idx"] for r in scores + failures), default=0))
+    acc = MetricsAccumulator(n or 1 + max((r["sample_idx"] for r in scores + failures), default=0), vote=vote)
     for record in scores:
         acc.add_score(record)
     for record in failures:

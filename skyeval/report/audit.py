@@ -1,9 +1,11 @@
 """`audit run_dir=PATH [out=FILE]`: grade a math run folder twice, side by side.
 
-Every generation the run's summary counts (`skyeval.results.Selection`) is graded with skyeval's grader (the env's ``score_item``)
+Every generation the run's summary counts (`skyeval.results.Selection`) is graded with skyeval's
+grader (the env's ``score_item``, with the sample's ``reasoning`` and ``finish_reason``)
 and with plain math-verify, ``verify(parse("\\boxed{gold}"), parse(generation))`` with
 its default settings. Every disagreement (id, sample_idx, gold, what each side extracted,
-both verdicts, skyeval's parse_error, the generation's last characters) goes to
+both verdicts, skyeval's parse_error and reasoning state, the sample's finish_reason, the
+generation's last characters) goes to
 ``RUN_DIR/audit/disagreements.jsonl`` (or ``out=FILE``); the count table is printed and
 written to ``audit/summary.json`` beside it.
 
@@ -46,6 +48,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
+    states: Counter[str] = Counter()  # reasoning closed / unclosed / none, per sample
     with out.open("w", encoding="utf-8") as fh:
         for record in Selection.of(run_dir).records(run_dir, "generations"):
             gold = record["expected"] if record.get("expected") is not None else golds.get(str(record.get("id")))
@@ -53,7 +56,8 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             if gold is None or not isinstance(generation, str):
                 counts["skipped"] += 1  # a failed generation, or a problem no longer in the dataset
                 continue
-            ours = env.score_item({"generation": generation, "expected": gold})
+            ours = env.score_item({"generation": generation, "expected": gold, "reasoning": record.get("reasoning"),
+                                   "finish_reason": record.get("finish_reason")})
             theirs, their_extracted = plain_math_verify(generation, gold)
             right = ours["score"] == 1.0
             counts["generations"] += 1
@@ -61,6 +65,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             counts["skyeval_timed_out"] += bool(ours.get("timed_out"))
             if ours.get("parse_error"):
                 reasons[ours["parse_error"]] += 1
+            states[ours.get("reasoning_state") or "none"] += 1
             if right != theirs:
                 fh.write(json.dumps({
                     "id": record.get("id"),
@@ -71,6 +76,8 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
                     "skyeval": ours["score"],
                     "math_verify": 1.0 if theirs else 0.0,
                     "parse_error": ours.get("parse_error"),
+                    "reasoning_state": ours.get("reasoning_state"),
+                    "finish_reason": record.get("finish_reason"),
                     "generation_tail": generation[-TAIL_CHARS:],
                 }, ensure_ascii=False) + "\n")
     summary = {
@@ -85,6 +92,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
         "math_verify_only_right": counts["math_verify_only_right"],
         "skyeval_timed_out": counts["skyeval_timed_out"],
         "skyeval_parse_errors": dict(reasons),
+        "reasoning_states": dict(states),
         "disagreements_file": str(out),
     }
     (out.parent / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -115,6 +123,7 @@ def format_counts(summary: dict[str, Any]) -> str:
         f"  {'skyeval timed out':26} {summary['skyeval_timed_out']:7}",
     ]
     lines += [f"  skyeval parse_error {reason!r}: {count}" for reason, count in summary["skyeval_parse_errors"].items()]
+    lines.append("  reasoning " + ", ".join(f"{state}: {count}" for state, count in sorted(summary["reasoning_states"].items())))
     lines.append(f"disagreements: {summary['disagreements_file']}")
     return "\n".join(lines)
 

@@ -125,7 +125,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
 
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
-                                 extra_scores=env.scorer_names(), metrics=config.metrics)
+                                 extra_scores=env.scorer_names(), metrics=config.metrics,
+                                 vote=getattr(env, "vote", None))
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics)
     except Exception as err:

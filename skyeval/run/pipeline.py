@@ -90,7 +90,8 @@ class _Pipeline:
         self.staging = folder.path / "scores.rescoring"  # the `score` stage's new scores, swapped in at the end
         shutil.rmtree(self.staging, ignore_errors=True)
         self.progress = Progress(stage, total=env.limit * self.n // shard.count if env.limit is not None else None)
-        self.outcome = RunOutcome(metrics=metrics or MetricsAccumulator(self.n, max_tokens=env.sampling.max_tokens))
+        self.outcome = RunOutcome(metrics=metrics or MetricsAccumulator(self.n, max_tokens=env.sampling.max_tokens,
+                                                                         vote=getattr(env, "vote", None)))
         # a cluster backend (ray) writes and scores on its workers; the driver counts their notes
         self.on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
         self.recorder = Recorder(folder, shard, self.outcome.metrics, self.progress,

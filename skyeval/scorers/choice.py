@@ -4,6 +4,8 @@ Explicit statements win, and the last one counts: ``\\boxed{C}`` / ``\\boxed{\\t
 "the answer is (C)", "Answer: C", "**Answer:** C", "(C) is correct". Only when there is
 none, a final line holding nothing but the letter ("C", "(C)", "**C.**") is read. A bare
 capital letter inside prose ("A good approach...", the pronoun "I") is never an answer.
+Only the answer part is read (`skyeval.reasoning.parse`): a thought, closed or not, never
+gives the letter, and an unclosed one gives none.
 """
 
 from __future__ import annotations
@@ -30,14 +32,19 @@ def extract_choice(generation: str, num_options: int = 4) -> str | None:
     return match.group(1) if match else None
 
 
-def score_choice(generation: str, expected: str, *, num_options: int = 4) -> dict:
-    """Returns ``{"score": 0.0|1.0, "extracted", "parse_failed", "timed_out": False}``."""
-    extracted = extract_choice(generation, num_options)
+def score_choice(generation: str, expected: str, *, num_options: int = 4, reasoning: str | None = None) -> dict:
+    """Returns ``{"score": 0.0|1.0, "extracted", "parse_failed", "timed_out": False,
+    "reasoning_state"}``; ``reasoning`` is the sample's server-provided reasoning, if any."""
+    from skyeval.reasoning import parse
+
+    parsed = parse(generation, reasoning_content=reasoning)
+    extracted = extract_choice(parsed.answer, num_options) if parsed.answer else None
     return {
         "score": 1.0 if extracted is not None and extracted == expected.strip().upper() else 0.0,
         "extracted": extracted,
         "parse_failed": extracted is None,
         "timed_out": False,
+        "reasoning_state": parsed.state,
     }
 
 

@@ -74,9 +74,10 @@ def test_no_answer_statement_in_prose_is_none():
 
 
 def test_score_choice():
-    assert score_choice(r"\boxed{B}", "B") == {"score": 1.0, "extracted": "B", "parse_failed": False, "timed_out": False}
-    assert score_choice(r"\boxed{B}", "C") == {"score": 0.0, "extracted": "B", "parse_failed": False, "timed_out": False}
-    assert score_choice("no idea", "C") == {"score": 0.0, "extracted": None, "parse_failed": True, "timed_out": False}
+    assert score_choice(r"\boxed{B}", "B") == {"score": 1.0, "extracted": "B", "parse_failed": False, "timed_out": False,
+                                                "reasoning_state": "none"}
+    assert score_choice(r"\boxed{B}", "C")["score"] == 0.0
+    assert score_choice("no idea", "C")["parse_failed"] is True
     assert score_choice("The answer is (G).", "G", num_options=10)["score"] == 1.0
 
 
@@ -89,3 +90,14 @@ def test_degenerate_50k_generation_returns_quickly(generation: str):
     start = time.monotonic()
     extract_choice(generation, num_options=10)
     assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize(("generation", "reasoning", "letter", "state"), [
+    ("<think>Maybe \\boxed{A}? No.</think>The answer is \\boxed{C}.", None, "C", "closed"),
+    ("<|begin_of_thought|>The answer is (A)... or is it", None, None, "unclosed"),  # cut off: no letter
+    ("<|begin_of_thought|>(A) is tempting<|end_of_thought|><|begin_of_solution|>Answer: D<|end_of_solution|>", None, "D", "closed"),
+    ("The answer is B.", "I think the answer is (A), checking...", "B", "closed"),  # server reasoning field
+])
+def test_choice_reads_only_the_answer_part(generation, reasoning, letter, state):
+    result = score_choice(generation, "C", reasoning=reasoning)
+    assert (result["extracted"], result["reasoning_state"]) == (letter, state)
