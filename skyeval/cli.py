@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
         print(__doc__)
         return
     command, args = argv[0], argv[1:]
+    from skyeval.run.provenance import set_command
+
+    set_command(argv)
     if command not in COMMANDS:
         close = difflib.get_close_matches(command, list(COMMANDS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -110,6 +113,7 @@ def _hydra(stage: str, args: list[str]) -> int:
     from skyeval.config.overrides import from_skythought_flags, with_user_config
 
     args = from_skythought_flags(stage, args)
+    _refuse_unknown_flags(args)
     temp_dirs: list[Path] = []
     try:
         flags, overrides = _split_flags(with_user_config(args, temp_dirs))
@@ -180,6 +184,35 @@ def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
             overrides.append(arg)
         i += 1
     return flags, overrides
+
+
+# Hydra's own flags (the others are refused before Hydra prints its usage).
+_HYDRA_FLAGS = _VALUE_FLAGS | {"--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
+                               "--multirun", "-m", "--shell-completion", "-sc"}
+# lm-evaluation-harness habits -> the override that does it here ({} is the flag's value).
+LM_EVAL_FLAGS = {"--limit": "env.limit={}", "--tasks": "+env={}", "--output_path": "logging.results_dir={}",
+                 "--model_args": "model_config.model_source=ID (and model_config.KEY=VALUE)",
+                 "--gen_kwargs": "sampling_params.KEY=VALUE", "--batch_size": "scaling.concurrency={}",
+                 "--seed": "sampling_params.seed={}", "--num_fewshot": "a template with the examples in it "
+                 "(template.messages=...; prompts are zero-shot)", "--device": "model_config=vllm|openai|ray",
+                 "--log_samples": "nothing (every sample is saved in the run folder)",
+                 "--apply_chat_template": "nothing (chat envs send messages)"}
+
+
+def _refuse_unknown_flags(args: list[str]) -> None:
+    """A flag that is neither Hydra's nor SkyThought's is one line: lm-eval's point to the
+    override that does the same, the others to `key=value`."""
+    for i, arg in enumerate(args):
+        flag, eq, inline = arg.partition("=")
+        if not flag.startswith("-") or flag in _HYDRA_FLAGS or flag == "--config" or flag.lstrip("-").isdigit():
+            continue
+        following = args[i + 1] if i + 1 < len(args) else ""
+        value = inline or ("" if following.startswith("-") or "=" in following else following) or "VALUE"
+        form = LM_EVAL_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        if form is not None:
+            raise ConfigError(f"{flag} is lm-eval's flag; here write {form.format(value)} (skyeval evaluate --help)")
+        raise ConfigError(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5 "
+                          "(skyeval evaluate --help)")
 
 
 def _env_names() -> list[str]:

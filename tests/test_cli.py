@@ -111,3 +111,62 @@ def test_a_malformed_row_becomes_load_failures_and_the_rest_is_scored(tmp_path, 
     failures = read_jsonl(folder / "failures")
     assert [(f["id"], f["sample_idx"], f["stage"], f["error_type"]) for f in failures] == [
         ("row-1", 0, "load", "KeyError"), ("row-1", 1, "load", "KeyError")]
+
+
+BAD_KEYS = [  # (arguments, the line's key, its did-you-mean)
+    (["sampling_params.temprature=0.5"], "sampling_params.temprature", "temperature"),
+    (["+sampling_params.temprature=0.5"], "sampling_params.temprature", "temperature"),
+    (["model_config=openai", "model_config.api_ur=http://127.0.0.1:9/v1"], "model_config.api_ur", "api_url"),
+    (["scaling.concurency=3"], "scaling.concurency", "concurrency"),
+    (["retry_failure=true"], "retry_failure", "retry_failures"),
+    (["--config", "{dir}/typo.yaml"], "sampling_params.temprature", "temperature"),
+    (["--config", "{dir}/typo_model.yaml"], "model_config.api_ur", "api_url"),
+]
+
+
+def test_every_bad_key_is_one_line_with_a_did_you_mean_exit_2_and_no_folder(tmp_path, data_dir):
+    """Issue 25 item 11: on the command line, with `+`, and inside a `--config` file."""
+    (tmp_path / "typo.yaml").write_text("env: {name: aime24}\nsampling_params: {temprature: 0.5}\n")
+    (tmp_path / "typo_model.yaml").write_text("env: {name: aime24}\nmodel_config: {type: openai, api_ur: x}\n")
+    results = tmp_path / "out"
+    for args, key, close in BAD_KEYS:
+        args = [a.format(dir=tmp_path) for a in args]
+        if "--config" not in args:
+            args = ["+env=aime24", *args]
+        proc = run_cli("evaluate", *args, f"logging.results_dir={results}", cwd=tmp_path, check=False)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"unknown key {key!r}. Did you mean {close!r}?" in lines[0], (args, lines)
+        assert not results.exists() or not any(results.iterdir()), (args, list(results.iterdir()))
+
+
+def test_lm_eval_flags_point_to_their_hydra_form(tmp_path, data_dir):
+    for args, form in ((["--limit", "5"], "env.limit=5"), (["--tasks", "gsm8k"], "+env=gsm8k"),
+                       (["--output_path=res"], "logging.results_dir=res")):
+        proc = run_cli("evaluate", "+env=aime24", *args, f"logging.results_dir={tmp_path / 'out'}", cwd=tmp_path,
+                       check=False)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and f"here write {form}" in lines[0], proc.stderr
+    proc = run_cli("evaluate", "+env=aime24", "--frobnicate", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "skyeval: error: unknown flag --frobnicate: settings are key=value overrides, e.g. env.limit=5 "
+        "(skyeval evaluate --help)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_summarys_command_reruns_as_written(tmp_path, data_dir):
+    """Issue 25 item 12: run summary.json's `command` as it is; it resumes the same folder."""
+    import shlex
+    import subprocess
+    import sys
+
+    (tmp_path / "run.yaml").write_text("env: {name: aime24}\nsampling_params: {n: 2}\n")
+    run_cli("evaluate", "--config", "run.yaml", "env.limit=2", "-m", "sampling_params.temperature=0.6",
+            cwd=tmp_path)
+    folder = run_folder(tmp_path, "aime24_reference_t0.6")
+    command = shlex.split(load_summary(folder)["command"])
+    assert command[:3] == ["python", "-m", "skyeval.cli"] and "stage=evaluate" not in command
+    proc = subprocess.run([sys.executable, *command[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = load_summary(folder)
+    assert summary["counts"]["resumed"] == 4 and summary["counts"]["scored"] == 4

@@ -364,11 +364,12 @@ class MetricsAccumulator:
         out["truncated_rate"] = _ratio(done.truncated, done.finish_known)
         out["interval_method"] = INTERVAL_METHOD
         out["intervals"] = {}
+        samples = {s.name(self.n): s.k if s.type == "maj" else s.n_samples for s in self.specs}  # each over its own n
         for name, moments in done.headline.items():
             found = interval(moments)
             if found is not None:
                 out["intervals"][name] = {"value": found.value, "se": found.se, "ci95": [found.low, found.high],
-                                          "n": self.n, "problems": found.problems}
+                                          "n": samples.get(name, self.n), "problems": found.problems}
         tokens = {"completion": done.completion.summary(), "reasoning": done.reasoning.summary(),
                   "prompt": {"samples": done.prompt_samples, "total": done.prompt_tokens} if done.prompt_samples
                   else None}
