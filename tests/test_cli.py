@@ -1,7 +1,6 @@
 """The CLI end to end, from a clean working directory, as users run it."""
 
 import json
-import os
 
 from tests.conftest import load_summary, read_jsonl, run_cli
 from tests.conftest import run_folder as conftest_run_folder
@@ -170,3 +169,11 @@ def test_the_summarys_command_reruns_as_written(tmp_path, data_dir):
     assert proc.returncode == 0, proc.stderr
     summary = load_summary(folder)
     assert summary["counts"]["resumed"] == 4 and summary["counts"]["scored"] == 4
+
+
+def test_summary_records_the_system_prompt_used_and_why(tmp_path, data_dir):
+    run_cli("evaluate", "+env=aime24", "env.limit=1", "template.system_prompt=none", cwd=tmp_path)
+    folder = run_folder(tmp_path, "aime24_reference_t0.0")
+    assert load_summary(folder)["template"] == {"kind": "chat", "system_prompt_used": None,
+                                                "system_prompt_reason": "none: template.system_prompt=none"}
+    assert all(m["role"] != "system" for m in read_jsonl(folder / "generations")[0]["prompt"])

@@ -120,6 +120,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     scoring = env.describe_scoring() if stage != "generate" else {}
     trackers.check(config)  # a tracker asked for but not installed fails before any work
     resumed, started_at = _claim(folder, config)
+    template = env.template.describe(env.model_source)
+    log.info("system prompt: %s", template["system_prompt_reason"])
     log.info("%s %s with %s -> %s%s%s", stage, env.name, env.model_source, folder.path,
              f" as shard {shard.index} of {shard.count}" if shard.active else "", " (resuming)" if resumed else "")
 
@@ -140,6 +142,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "run_dir": str(folder.path),
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": scoring,
+        "template": template,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),
