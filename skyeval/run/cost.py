@@ -35,7 +35,9 @@ def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_
         "problems": n_problems,
         "samples": samples,
         "prompt_tokens": prompt_tokens,  # one prompt per problem
-        "prompt_tokens_sent": prompt_tokens * sampling.n,  # worst case: each sample sends its prompt
+        # worst case: each sample sends its prompt (an HTTP request with n choices sends it once,
+        # but may fan out to one request per sample); fan_out_n=false never fans out
+        "prompt_tokens_sent": prompt_tokens * (1 if getattr(model_config, "fan_out_n", None) is False else sampling.n),
         "prompt_tokens_counted_with": method,
         "prompt_tokens_estimated": not exact,
         "max_completion_tokens": samples * sampling.max_tokens,
