@@ -20,7 +20,7 @@ from skyeval.config.schema import CONF_DIR, RunConfig
 from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
-from skyeval.results import RunFolder, Shard, write_json
+from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
 from skyeval.run.logs import announce, setup_logging
@@ -97,7 +97,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     if config.dry_run and config.stage != "score":
-        return dry_run(config, env)
+        return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
@@ -201,24 +201,48 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     return merged
 
 
-def dry_run(config: RunConfig, env: Env) -> dict[str, Any]:
+def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     """Print what the run would send (problems, samples, prompt tokens, max completion
-    tokens, worst-case cost) and return it, without building a backend or writing anything."""
+    tokens, worst-case cost: only what `folder`, when it holds this config's earlier work,
+    does not have yet) and the first prompt, and return it, without building a backend or
+    writing anything."""
     env.template = config.template.merged_over(env.default_template)
     env.model_source = config.model_config.model_source
-    sampling = config.sampling_params
-    report = estimate(env, env.iter_problems(), sampling, config.model_config)
+    sampling, shard = config.sampling_params, config.shard
+    previous = read_json(folder.run_file) if not config.overwrite else None
+    earlier = resume.EarlierRecords(folder, config.stage) \
+        if previous is not None and resume.same_config(config)(previous) else None
+
+    def wanted(problem: dict[str, Any]) -> int:
+        pid = str(problem["id"])
+        if not shard.owns(pid):
+            return 0
+        if earlier is None or earlier.empty:
+            return sampling.n
+        return sum(not earlier.done((pid, i), config.stage, config.retry_failures) for i in range(sampling.n))
+
+    report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
     how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
-             f"  problems {report['problems']:,}, samples {report['samples']:,}",
+             f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
     if report["worst_case_cost"] is not None:
         lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
+    if report["first_prompt"] is not None:
+        lines.append("  first prompt:")
+        lines.extend(f"    {line}" for line in _shown(report["first_prompt"]).splitlines())
     print("\n".join(lines), flush=True)
     return report
+
+
+def _shown(prompt: Any, limit: int = 4000) -> str:
+    """A rendered prompt as a person reads it: `[role] content` per chat message."""
+    text = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def import_modules(modules: list[str]) -> None:
