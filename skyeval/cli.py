@@ -245,10 +245,13 @@ class SweepRecorder:
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
 
+        import json
+
         record = os.environ.get(self.ENV)
         if record:
+            hydra = HydraConfig.get()
             with open(record, "a", encoding="utf-8") as f:
-                f.write(HydraConfig.get().runtime.output_dir + "\n")
+                f.write(json.dumps({"dir": hydra.runtime.output_dir, "overrides": list(hydra.overrides.task)}) + "\n")
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("on_"):  # the other hooks: nothing to do
@@ -257,21 +260,28 @@ class SweepRecorder:
 
 
 def _print_sweep(record: Path) -> None:
+    """One line per job: the values it swept (the overrides that differ between jobs), its
+    headline and its folder."""
     import json
 
-    folders = list(dict.fromkeys(record.read_text(encoding="utf-8").splitlines())) if record.exists() else []  # shards share one
-    if len(folders) < 2:
+    lines = record.read_text(encoding="utf-8").splitlines() if record.exists() else []
+    jobs = list({job["dir"]: job for job in map(json.loads, lines)}.values())  # shards share one folder
+    if len(jobs) < 2:
         return
-    print(f"sweep: {len(folders)} runs")
-    for folder in folders:
-        summary_path = Path(folder) / "summary.json"
+    values = [dict(o.lstrip("+~").split("=", 1) for o in job["overrides"] if "=" in o) for job in jobs]
+    swept = [k for k in dict.fromkeys(k for v in values for k in v) if len({v.get(k) for v in values}) > 1]
+    print(f"sweep: {len(jobs)} runs over {', '.join(swept) or 'one setting'}")
+    for job, chosen in zip(jobs, values):
+        folder = Path(job["dir"])
+        point = " ".join(f"{k}={chosen.get(k)}" for k in swept)
+        summary_path = folder / "summary.json"
         if not summary_path.exists():
-            print(f"  {folder}: no summary.json (the job failed; see its logs.txt)")
+            print(f"  {point}: no summary.json (the job failed; see its logs.txt) | {folder}")
             continue
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         counts, accuracy = summary.get("counts", {}), summary.get("metrics", {}).get("accuracy")
         score = f"accuracy {accuracy:.4f}" if isinstance(accuracy, (int, float)) else summary.get("stage", "")
-        print(f"  {summary.get('env')}: {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
+        print(f"  {point}: {summary.get('env')} {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
               f" | {folder}")
 
 

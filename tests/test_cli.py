@@ -177,3 +177,27 @@ def test_summary_records_the_system_prompt_used_and_why(tmp_path, data_dir):
     assert load_summary(folder)["template"] == {"kind": "chat", "system_prompt_used": None,
                                                 "system_prompt_reason": "none: template.system_prompt=none"}
     assert all(m["role"] != "system" for m in read_jsonl(folder / "generations")[0]["prompt"])
+
+
+def test_console_one_line_per_failed_request_and_the_final_line_once(tmp_path, data_dir):
+    """Issue 25 item 15: a request of n=4 that fails prints one warning (not 5); the result
+    line is printed once."""
+    from tests.backends.fault_server import FaultServer
+
+    with FaultServer(fail_fraction=1.0, fail_status=400) as server:
+        proc = run_cli("evaluate", "+env=aime24", "env.limit=2", "model_config=openai",
+                       "model_config.model_source=test-model", f"model_config.api_url={server.url}",
+                       "model_config.max_retries=0", "sampling_params.n=4", cwd=tmp_path)
+    failed = [line for line in proc.stderr.splitlines() if " failed" in line and "WARNING" in line]
+    assert len([line for line in failed if "problem " in line]) == 2, proc.stderr  # one per request
+    assert not any("failed after" in line for line in proc.stderr.splitlines())
+    assert (proc.stdout + proc.stderr).count("complete_with_failures: aime24 | 8 samples") == 1
+    assert "complete_with_failures: aime24" in (run_folder(tmp_path, "aime24_test-model_t0.0") / "logs.txt").read_text()
+
+
+def test_sweep_summary_names_the_swept_values_and_a_resume_says_what_it_sends(tmp_path, data_dir):
+    proc = run_cli("evaluate", "+env=aime24", "env.limit=2", "-m", "sampling_params.temperature=0.0,0.6", cwd=tmp_path)
+    assert "sweep: 2 runs over sampling_params.temperature" in proc.stdout
+    assert "  sampling_params.temperature=0.6: aime24 accuracy 1.0000 | 2 samples" in proc.stdout
+    proc = run_cli("evaluate", "+env=aime24", "env.limit=3", "sampling_params.temperature=0.6", cwd=tmp_path)
+    assert "resuming: 1 requests to send (1 of 3 samples); the folder holds the rest" in proc.stderr

@@ -345,8 +345,9 @@ class OpenAIBackend:
                     continue
                 if not _retryable(exc) or attempt >= max_retries:
                     self.stats["failed_requests"] += 1
-                    log.warning("%s failed after %d attempt(s): %s", label, attempt + 1, _message(exc))
-                    return _Failure(str(exc)[:1000] or repr(exc), type(exc).__name__)
+                    # the error is the result's: the run prints it, once per request
+                    log.debug("%s failed after %d attempt(s): %s", label, attempt + 1, _message(exc))
+                    return _Failure(f"{str(exc)[:1000] or repr(exc)} (after {attempt + 1} attempt(s))", type(exc).__name__)
                 delay = self._backoff(attempt, _retry_after(exc))
                 attempt += 1
                 self.stats["retries"] += 1

@@ -23,7 +23,7 @@ from skyeval.errors import ConfigError, SkyevalError
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
-from skyeval.run.logs import announce, setup_logging
+from skyeval.run.logs import announce, setup_logging, to_files
 from skyeval.run.provenance import describe_run
 
 log = logging.getLogger("skyeval")
@@ -68,7 +68,7 @@ def clear_errors() -> Iterator[None]:
         files = [h.baseFilename for h in log.handlers if isinstance(h, logging.FileHandler)]
         if not files:
             raise
-        log.handlers and _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "unexpected error",
+        log.handlers and to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "unexpected error",
                                                   (), sys.exc_info()))
         print(f"skyeval: internal error: {type(err).__name__}: {err}\n"
               f"  the traceback is in {files[0]}; finished samples are saved (re-run the same command to resume)",
@@ -76,14 +76,8 @@ def clear_errors() -> Iterator[None]:
         sys.exit(1)
 
 
-def _to_files(record: logging.LogRecord) -> None:
-    for handler in log.handlers:  # logs.txt when the run folder has one; the console gets one line
-        if isinstance(handler, logging.FileHandler):
-            handler.handle(record)
-
-
 def _fail(err: Exception) -> None:
-    _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None))
+    to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None))
     print(f"skyeval: error: {err}", file=sys.stderr)
     sys.exit(2)
 
