@@ -126,7 +126,7 @@ def test_429_retry_after_honoured(server, make_backend):
     results = run(backend, [chat(1)])
     elapsed = time.monotonic() - start
     assert results["c1", 0].ok
-    assert 1.0 <= elapsed < 3.0  # backoff alone would be ~0.01 s
+    assert 1.0 <= elapsed < 30.0  # Retry-After was waited for (backoff alone would be ~0.01 s); 30: a hang bound
     assert backend.describe()["stats"]["retries"] == 1
 
 def test_500_then_success_logs_retries(server, make_backend, caplog):
@@ -144,7 +144,7 @@ def test_hanging_request_times_out_and_retries(server, make_backend):
     start = time.monotonic()
     results = run(make_backend(timeout_s=0.5), [chat(1)])
     assert results["c1", 0].ok
-    assert 0.5 <= time.monotonic() - start < 3.0
+    assert 0.5 <= time.monotonic() - start < 30.0  # timed out (not hung), then retried
     assert [e["fault"] for e in server.log] == ["hang", None]
 
 @pytest.mark.parametrize("mode", ["malformed", "drop"])
