@@ -46,6 +46,8 @@ def ensure_ray(address: str | None = None) -> None:
         ray.init(address="local", _node_ip_address=PRIVATE_HOST, num_cpus=os.cpu_count() or 1,
                  include_dashboard=False, **kwargs)
     else:
+        if _is_loopback(target):  # a cluster on 127.0.0.1 (tests): reach it there, not at the network address
+            _on_loopback()
         ray.init(address=target, **kwargs)
     gcs = ray.get_runtime_context().gcs_address
     _attached.update(requested=requested, gcs=gcs, private=target is None)
@@ -62,14 +64,19 @@ def ensure_ray(address: str | None = None) -> None:
 
 
 def _on_loopback() -> None:
-    """Make a private Ray listen on 127.0.0.1: `ray.init` turns a loopback `_node_ip_address`
-    into the machine's network address unless Ray's local-only mode (its default on macOS
-    and Windows) is on; it is switched on here and, through the environment, for the
-    processes Ray starts."""
+    """Keep Ray on 127.0.0.1: `ray.init` turns a loopback `_node_ip_address` (or a loopback
+    cluster address) into the machine's network address unless Ray's local-only mode (its
+    default on macOS and Windows) is on; it is switched on here and, through the
+    environment, for the processes Ray starts."""
     from ray._private import ray_constants
 
     os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0] if ":" in address else address
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _cluster_to_join(requested: str | None) -> str | None:

@@ -128,3 +128,32 @@ def test_another_cluster_while_attached_is_a_config_error(head):
     assert out["second"].startswith("ConfigError: ray_address=local")
     out, _ = drive(env, address, address)  # the same cluster again is fine
     assert out["second"] == "ok"
+
+
+CLUSTER = textwrap.dedent("""
+    import json, subprocess, sys
+    from ray.cluster_utils import Cluster
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"})
+    try:
+        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+        cluster.wait_for_nodes()
+        driver = subprocess.run([sys.executable, "-c", sys.argv[1], json.dumps([cluster.address, None])],
+                                capture_output=True, text=True, timeout=600)
+        print("ADDRESS " + cluster.address, flush=True)
+        print(driver.stdout, driver.stderr[-3000:], flush=True)
+    finally:
+        cluster.shutdown()
+""")
+
+
+@pytest.mark.slow
+def test_a_two_node_test_cluster_on_loopback_is_joined_there():
+    """Issue 25 item 17: test clusters listen on 127.0.0.1 only; ensure_ray reaches them
+    there (Ray alone would look for 127.0.0.1's GCS at the machine's network address)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-c", CLUSTER, DRIVER], env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=1200)
+    address = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("ADDRESS "))
+    result = next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))
+    assert address.startswith("127.0.0.1:") and json.loads(result[len("RESULT "):])["gcs"] == address, proc.stdout
+    assert f"joined the cluster at {address} (ray_address={address}; 2 nodes" in proc.stdout
