@@ -112,7 +112,8 @@ def _hydra(stage: str, args: list[str]) -> int:
         return 0
     from skyeval.config.overrides import from_skythought_flags, with_user_config
 
-    args = from_skythought_flags(stage, args)
+    args = from_skythought_flags(stage, [part for a in args
+                                         for part in (a.split("=", 1) if a.startswith("--config=") else [a])])
     _refuse_unknown_flags(args)
     temp_dirs: list[Path] = []
     try:

@@ -120,6 +120,7 @@ BAD_KEYS = [  # (arguments, the line's key, its did-you-mean)
     (["retry_failure=true"], "retry_failure", "retry_failures"),
     (["--config", "{dir}/typo.yaml"], "sampling_params.temprature", "temperature"),
     (["--config", "{dir}/typo_model.yaml"], "model_config.api_ur", "api_url"),
+    (["--config={dir}/typo.yaml"], "sampling_params.temprature", "temperature"),
 ]
 
 
@@ -130,7 +131,7 @@ def test_every_bad_key_is_one_line_with_a_did_you_mean_exit_2_and_no_folder(tmp_
     results = tmp_path / "out"
     for args, key, close in BAD_KEYS:
         args = [a.format(dir=tmp_path) for a in args]
-        if "--config" not in args:
+        if not any(a.startswith("--config") for a in args):
             args = ["+env=aime24", *args]
         proc = run_cli("evaluate", *args, f"logging.results_dir={results}", cwd=tmp_path, check=False)
         assert proc.returncode == 2, (args, proc.stderr)
@@ -201,3 +202,12 @@ def test_sweep_summary_names_the_swept_values_and_a_resume_says_what_it_sends(tm
     assert "  sampling_params.temperature=0.6: aime24 accuracy 1.0000 | 2 samples" in proc.stdout
     proc = run_cli("evaluate", "+env=aime24", "env.limit=3", "sampling_params.temperature=0.6", cwd=tmp_path)
     assert "resuming: 1 requests to send (1 of 3 samples); the folder holds the rest" in proc.stderr
+
+
+def test_score_refuses_a_misspelt_override_in_one_line(tmp_path, data_dir):
+    run_cli("evaluate", "+env=aime24", "env.limit=1", cwd=tmp_path)
+    folder = run_folder(tmp_path, "aime24_reference_t0.0")
+    proc = run_cli("score", f"run_dir={folder}", "sampling_params.temprature=1", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "skyeval: error: unknown key 'sampling_params.temprature'. Did you mean 'temperature'? "
+        "Keys of sampling_params: extra, max_tokens, n, seed, stop, temperature, top_k, top_p"]

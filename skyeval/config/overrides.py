@@ -18,7 +18,7 @@ from skyeval.config.schema import (
     MODEL_CONFIGS,
     metrics_sampling,
     model_config_class,
-    unknown_key,
+    unknown_key_error,
 )
 from skyeval.errors import ConfigError
 from skyeval.metrics.specs import as_specs
@@ -121,9 +121,9 @@ def composition_error(err: BaseException) -> ConfigError:
         key = re.search(r"full_key: (\S+)", message)[1]
         named = re.search(r"object_type=(\w+)", message)
         schema = _schemas().get(named[1]) if named else None
-    unknown = re.search(r"Key '([^']+)' (?:is )?not in", message)
-    if unknown and dataclasses.is_dataclass(schema):
-        return unknown_key(key.rpartition(".")[0] if key.endswith(unknown[1]) else key, unknown[1], schema)
+    found = unknown_key_error(cause, key, schema)
+    if found is not None:
+        return found
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     text = next((line for line in lines if not line.endswith("raised while composing config:")),
                 lines[0] if lines else type(cause).__name__)
