@@ -174,4 +174,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("curate: interrupted (nothing was written)")

@@ -9,6 +9,7 @@ Swap `ReferenceConfig()` for `HTTPConfig(...)` or `VLLMConfig(...)` to sample a 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from skyeval.backends.base import SamplingParams
@@ -37,4 +38,7 @@ if __name__ == "__main__":
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("outputs/rejection_sampling_example/sft.jsonl"))
     args = parser.parse_args()
-    main(args.limit, args.n, args.out)
+    try:
+        main(args.limit, args.n, args.out)
+    except KeyboardInterrupt:
+        sys.exit("rejection_sampling_example: interrupted (the run folder keeps what finished; re-run to resume)")

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
         print(__doc__)
         return
     command, args = argv[0], argv[1:]
+    from skyeval.run.provenance import set_command
+
+    set_command(argv)
     if command not in COMMANDS:
         close = difflib.get_close_matches(command, list(COMMANDS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -109,7 +112,9 @@ def _hydra(stage: str, args: list[str]) -> int:
         return 0
     from skyeval.config.overrides import from_skythought_flags, with_user_config
 
-    args = from_skythought_flags(stage, args)
+    args = from_skythought_flags(stage, [part for a in args
+                                         for part in (a.split("=", 1) if a.startswith("--config=") else [a])])
+    _refuse_unknown_flags(args)
     temp_dirs: list[Path] = []
     try:
         flags, overrides = _split_flags(with_user_config(args, temp_dirs))
@@ -182,6 +187,35 @@ def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
     return flags, overrides
 
 
+# Hydra's own flags (the others are refused before Hydra prints its usage).
+_HYDRA_FLAGS = _VALUE_FLAGS | {"--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
+                               "--multirun", "-m", "--shell-completion", "-sc"}
+# lm-evaluation-harness habits -> the override that does it here ({} is the flag's value).
+LM_EVAL_FLAGS = {"--limit": "env.limit={}", "--tasks": "+env={}", "--output_path": "logging.results_dir={}",
+                 "--model_args": "model_config.model_source=ID (and model_config.KEY=VALUE)",
+                 "--gen_kwargs": "sampling_params.KEY=VALUE", "--batch_size": "scaling.concurrency={}",
+                 "--seed": "sampling_params.seed={}", "--num_fewshot": "a template with the examples in it "
+                 "(template.messages=...; prompts are zero-shot)", "--device": "model_config=vllm|openai|ray",
+                 "--log_samples": "nothing (every sample is saved in the run folder)",
+                 "--apply_chat_template": "nothing (chat envs send messages)"}
+
+
+def _refuse_unknown_flags(args: list[str]) -> None:
+    """A flag that is neither Hydra's nor SkyThought's is one line: lm-eval's point to the
+    override that does the same, the others to `key=value`."""
+    for i, arg in enumerate(args):
+        flag, eq, inline = arg.partition("=")
+        if not flag.startswith("-") or flag in _HYDRA_FLAGS or flag == "--config" or flag.lstrip("-").isdigit():
+            continue
+        following = args[i + 1] if i + 1 < len(args) else ""
+        value = inline or ("" if following.startswith("-") or "=" in following else following) or "VALUE"
+        form = LM_EVAL_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        if form is not None:
+            raise ConfigError(f"{flag} is lm-eval's flag; here write {form.format(value)} (skyeval evaluate --help)")
+        raise ConfigError(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5 "
+                          "(skyeval evaluate --help)")
+
+
 def _env_names() -> list[str]:
     from skyeval.envs.registry import SkyEnvBuilder
 
@@ -212,10 +246,13 @@ class SweepRecorder:
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
 
+        import json
+
         record = os.environ.get(self.ENV)
         if record:
+            hydra = HydraConfig.get()
             with open(record, "a", encoding="utf-8") as f:
-                f.write(HydraConfig.get().runtime.output_dir + "\n")
+                f.write(json.dumps({"dir": hydra.runtime.output_dir, "overrides": list(hydra.overrides.task)}) + "\n")
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("on_"):  # the other hooks: nothing to do
@@ -224,21 +261,28 @@ class SweepRecorder:
 
 
 def _print_sweep(record: Path) -> None:
+    """One line per job: the values it swept (the overrides that differ between jobs), its
+    headline and its folder."""
     import json
 
-    folders = list(dict.fromkeys(record.read_text(encoding="utf-8").splitlines())) if record.exists() else []  # shards share one
-    if len(folders) < 2:
+    lines = record.read_text(encoding="utf-8").splitlines() if record.exists() else []
+    jobs = list({job["dir"]: job for job in map(json.loads, lines)}.values())  # shards share one folder
+    if len(jobs) < 2:
         return
-    print(f"sweep: {len(folders)} runs")
-    for folder in folders:
-        summary_path = Path(folder) / "summary.json"
+    values = [dict(o.lstrip("+~").split("=", 1) for o in job["overrides"] if "=" in o) for job in jobs]
+    swept = [k for k in dict.fromkeys(k for v in values for k in v) if len({v.get(k) for v in values}) > 1]
+    print(f"sweep: {len(jobs)} runs over {', '.join(swept) or 'one setting'}")
+    for job, chosen in zip(jobs, values):
+        folder = Path(job["dir"])
+        point = " ".join(f"{k}={chosen.get(k)}" for k in swept)
+        summary_path = folder / "summary.json"
         if not summary_path.exists():
-            print(f"  {folder}: no summary.json (the job failed; see its logs.txt)")
+            print(f"  {point}: no summary.json (the job failed; see its logs.txt) | {folder}")
             continue
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         counts, accuracy = summary.get("counts", {}), summary.get("metrics", {}).get("accuracy")
         score = f"accuracy {accuracy:.4f}" if isinstance(accuracy, (int, float)) else summary.get("stage", "")
-        print(f"  {summary.get('env')}: {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
+        print(f"  {point}: {summary.get('env')} {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
               f" | {folder}")
 
 

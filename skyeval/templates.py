@@ -64,10 +64,12 @@ SYSTEM_PROMPTS: dict[str, str] = {
 }
 NO_SYSTEM_PROMPT = "none"  # system_prompt_name=none: no system prompt, not even the model's default
 
-# First matching pattern (case-insensitive regex over model_source) wins.
+# A model's default system prompt: the first pattern (a case-insensitive regex) matching the
+# start of its name (model_source's last path part) wins. Only the official names: a
+# fine-tune named `my-org/qwq-distill-7b` gets none unless asked for one.
 MODEL_SYSTEM_PROMPTS: list[tuple[str, str]] = [
     (r"qwen2\.5-math", "qwen_math"),
-    (r"qwq", "qwq"),
+    (r"qwq-32b", "qwq"),
     (r"sky-t1", "skythought"),
     (r"eurus-2-7b-prime", "prime_rl"),
     (r"qwen2\.5", "qwen"),
@@ -87,24 +89,31 @@ def named_system_prompt(name: str) -> str | None:
 
 
 def resolve_system_prompt(system_prompt: str | None, model_source: str | None,
-                          system_prompt_name: str | None = None) -> str | None:
-    """Literal `system_prompt` text, else the named prompt, else the model's default (None: none)."""
+                          system_prompt_name: str | None = None) -> tuple[str | None, str]:
+    """(text or None, why): literal `system_prompt` text ("none": no system message), else
+    the named prompt, else the model's default by name."""
     if system_prompt is not None:
-        return system_prompt
+        if system_prompt.strip().lower() == NO_SYSTEM_PROMPT:
+            return None, "none: template.system_prompt=none"
+        return system_prompt, "configured: template.system_prompt"
     if system_prompt_name is not None:
-        return named_system_prompt(system_prompt_name)
-    for pattern, name in MODEL_SYSTEM_PROMPTS:
-        if model_source and re.search(pattern, model_source, re.IGNORECASE):
-            return SYSTEM_PROMPTS[name]
-    return None
+        text = named_system_prompt(system_prompt_name)
+        return text, f"{'none' if text is None else 'configured'}: template.system_prompt_name={system_prompt_name}"
+    name = (model_source or "").rstrip("/").rpartition("/")[2]
+    for pattern, prompt in MODEL_SYSTEM_PROMPTS:
+        if re.match(pattern, name, re.IGNORECASE):
+            return SYSTEM_PROMPTS[prompt], (f"model default: {model_source!r} matches {pattern!r} -> {prompt} "
+                                            "(template.system_prompt_name=none sends none)")
+    return None, "none: none configured and no model default matches"
 
 
 @dataclass
 class Template:
     """`messages` (chat) or `text` (completion); None fields fall back to the env default.
 
-    `system_prompt` is literal text; `system_prompt_name` one of `SYSTEM_PROMPTS` (or
-    "none"). With neither, models with a known default (QwQ, Sky-T1 ...) get theirs.
+    `system_prompt` is literal text ("none": no system message); `system_prompt_name` one
+    of `SYSTEM_PROMPTS` (or "none"). With neither, models with a known default (QwQ,
+    Sky-T1 ...: `MODEL_SYSTEM_PROMPTS`) get theirs. `describe` says which was used and why.
     `Template.of` also takes a plain string (a completion prompt) or a message list."""
 
     messages: list[dict[str, str]] | None = None
@@ -162,10 +171,22 @@ class Template:
         if self.text is not None:
             return _fill(self.text, item)
         messages = [{"role": m["role"], "content": _fill(m["content"], item)} for m in self.messages or []]
-        system = resolve_system_prompt(self.system_prompt, model_source, self.system_prompt_name)
+        system, _ = resolve_system_prompt(self.system_prompt, model_source, self.system_prompt_name)
         if system and not (messages and messages[0]["role"] == "system"):
             messages.insert(0, {"role": "system", "content": system})
         return messages
+
+
+    def describe(self, model_source: str | None) -> dict[str, Any]:
+        """The system prompt this template sends for `model_source`, and why (summary.json)."""
+        if self.text is not None:
+            return {"kind": "text", "system_prompt_used": None,
+                    "system_prompt_reason": "none: a completion (text) template has no system message"}
+        if self.messages and self.messages[0]["role"] == "system":
+            return {"kind": "chat", "system_prompt_used": self.messages[0]["content"],
+                    "system_prompt_reason": "configured: the template's own system message"}
+        text, why = resolve_system_prompt(self.system_prompt, model_source, self.system_prompt_name)
+        return {"kind": "chat", "system_prompt_used": text, "system_prompt_reason": why}
 
 
 def _fill(template: str, item: dict[str, Any]) -> str:

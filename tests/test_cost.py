@@ -77,3 +77,10 @@ def test_actual_cost_and_price_validation():
     for bad in ({"input": 1.0}, {"input": -1, "output": 1}, {"input": "1", "output": 1}):
         with pytest.raises(ConfigError, match="price"):
             HTTPConfig("m", price=bad)
+
+
+def test_a_model_that_never_fans_out_sends_each_prompt_once(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    config = HTTPConfig("gpt-4o-mini", fan_out_n=False, price={"input": 1.0, "output": 2.0})
+    report = estimate(None, iter(PROBLEMS), SamplingParams(n=4, max_tokens=100), config)
+    assert report["prompt_tokens"] == 16 and report["prompt_tokens_sent"] == 16

@@ -237,8 +237,9 @@ def test_model_config_type_http_is_openai(tmp_path, data_dir):
 # ---- CLI -------------------------------------------------------------------------------------
 def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir):
     proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path)
-    lines = proc.stdout.split("sweep: 2 runs", 1)[1].strip().splitlines()
-    assert [line.split(":")[0].strip() for line in lines] == ["aime24", "amc23"]
+    header, *lines = proc.stdout.split("sweep: 2 runs", 1)[1].strip().splitlines()
+    assert header == "over env"
+    assert [line.split(":")[0].strip() for line in lines] == ["env=aime24", "env=amc23"]  # the swept value
     assert all("accuracy 1.0000" in line for line in lines)
     assert not list(tmp_path.glob("skyeval_sweep_*"))
 

@@ -321,3 +321,26 @@ def test_grading_shares_count_merge_and_survive_state():
     plain = MetricsAccumulator(1)
     plain.add_score(records("a", [1])[0])
     assert plain.grading_summary() == {}
+
+
+def test_a_spec_without_n_samples_reads_every_sample_and_its_interval_its_own_n():
+    """Issue 25 item 7: `{type: pass, k: 1}` at n=4 is pass@1 over all 4 samples (not the
+    first), from Python and from a user's YAML alike; `intervals[*].n` is each metric's own n."""
+    rows = records("a", [0, 1, 1, 1], ["x", "y", "y", "y"]) + records("b", [0, 0, 1, 1], ["z", "w", "w", "w"])
+    metrics = summarize(rows, n=4, metrics=[{"type": "pass", "k": 1}, {"type": "maj", "k": 2},
+                                            {"type": "avg", "n_samples": 3}, {"type": "pass", "k": 1, "n_samples": 2}])
+    # (3/4 + 2/4) / 2 over all samples; over the first sample only it would be 0
+    assert metrics["pass@k"] == {"1": 0.625, "1:n=2": 0.25}
+    assert {name: i["n"] for name, i in metrics["intervals"].items()} == {
+        "accuracy": 4, "pass@1": 4, "maj@2": 2, "avg@3": 3, "pass@1:n=2": 2,
+        "majority_vote_accuracy": 4, "best_of_n_accuracy": 4}
+
+
+def test_a_user_file_spec_defaults_to_the_files_sampling_n(tmp_path):
+    from skyeval.config.overrides import user_config
+
+    path = tmp_path / "run.yaml"
+    path.write_text("env: {name: aime24}\nsampling_params: {n: 64}\nmetrics: [{type: pass, k: 1}]\n")
+    data, _ = user_config(path)
+    [spec] = parse_metrics(data["metrics"], data["sampling_params"]["n"])
+    assert (spec.k, spec.n_samples) == (1, 64)

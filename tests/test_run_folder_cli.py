@@ -136,9 +136,31 @@ def test_dry_run_prints_what_would_be_sent_and_calls_nothing(tmp_path, data_dir)
                            "dry_run=true", f"logging.results_dir={tmp_path / 'out'}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "problems 10, samples 40" in proc.stdout and "completion tokens at most 40,000" in proc.stdout
+    assert "to send: problems 10, samples 40" in proc.stdout and "completion tokens at most 40,000" in proc.stdout
+    assert "first prompt:\n    [user] " in proc.stdout
     assert "worst-case cost $0.02" in proc.stdout  # 40,000 x $0.6/M = $0.024, plus the prompts
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.jsonl"))
+
+
+def test_dry_run_counts_only_what_the_folder_does_not_hold(tmp_path, data_dir):
+    """Issue 25 item 13: a dry run of a finished folder sends nothing; a larger selection
+    sends only the new problems; the first prompt to send is shown."""
+    results = tmp_path / "out"
+    run_cli(*GSM8K, "env.limit=3", "sampling_params.n=2", f"logging.results_dir={results}", cwd=tmp_path)
+    [folder] = folders(results)
+    done = run_cli(*GSM8K, "env.limit=3", "sampling_params.n=2", "dry_run=true", f"logging.results_dir={results}",
+                   cwd=tmp_path).stdout
+    assert "to send: problems 0, samples 0;" in done and "completion tokens at most 0 " in done
+    assert "first prompt" not in done
+    more = run_cli(*GSM8K, "env.limit=5", "sampling_params.n=2", "dry_run=true", f"logging.results_dir={results}",
+                   cwd=tmp_path).stdout
+    assert "to send: problems 2, samples 4;" in more and f"{folder} has the rest" in more
+    rows = [json.loads(line) for line in (data_dir / "gsm8k" / "test.jsonl").read_text().splitlines()[:5]]
+    assert f"[user] {rows[3]['question'].splitlines()[0]}" in more  # the 4th problem is the first to send
+    assert folders(results) == [folder] and load_summary(folder)["counts"]["samples"] == 6  # nothing written
+    fresh = run_cli(*GSM8K, "env.limit=3", "sampling_params.n=2", "dry_run=true", "overwrite=true",
+                    f"logging.results_dir={results}", cwd=tmp_path).stdout
+    assert "to send: problems 3, samples 6\n" in fresh
 
 
 def test_a_folder_written_before_a_knob_existed_is_found_and_resumed(tmp_path, data_dir):

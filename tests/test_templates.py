@@ -18,10 +18,31 @@ def test_text_template_and_missing_field_error():
 def test_system_prompt_by_name_literal_none_and_model_default():
     msgs = Template(messages=[{"role": "user", "content": "{question}"}], system_prompt_name="qwq").render({"question": "x"})
     assert msgs[0] == {"role": "system", "content": SYSTEM_PROMPTS["qwq"]}
-    assert resolve_system_prompt("Be brief.", None) == "Be brief."
-    assert resolve_system_prompt(None, "Qwen/QwQ-32B", "none") is None
-    assert resolve_system_prompt(None, "Qwen/QwQ-32B") == SYSTEM_PROMPTS["qwq"]
-    assert resolve_system_prompt(None, "meta-llama/Llama-3.1-8B") is None
+    assert resolve_system_prompt("Be brief.", None)[0] == "Be brief."
+    assert resolve_system_prompt(None, "Qwen/QwQ-32B", "none")[0] is None
+    assert resolve_system_prompt(None, "Qwen/QwQ-32B")[0] == SYSTEM_PROMPTS["qwq"]
+    assert resolve_system_prompt(None, "meta-llama/Llama-3.1-8B")[0] is None
+
+
+def test_system_prompt_none_sends_no_system_message_and_the_choice_is_described():
+    """Issue 25 item 9: `system_prompt=none` is no system message, not the text "none"; a
+    fine-tune whose name merely contains a model's name gets no default; the choice and
+    its reason are described (summary.json's `template`)."""
+    chat = [{"role": "user", "content": "{question}"}]
+    for none in ("none", "None"):
+        assert Template(messages=chat, system_prompt=none).render({"question": "x"}, "Qwen/QwQ-32B") == \
+            [{"role": "user", "content": "x"}]
+    assert Template(messages=chat).render({"question": "x"}, "my-org/qwq-distill-7b") == [{"role": "user", "content": "x"}]
+    assert Template(messages=chat).describe("my-org/qwq-distill-7b") == {
+        "kind": "chat", "system_prompt_used": None,
+        "system_prompt_reason": "none: none configured and no model default matches"}
+    found = Template(messages=chat).describe("/models/QwQ-32B-Preview")
+    assert found["system_prompt_used"] == SYSTEM_PROMPTS["qwq"] and "matches 'qwq-32b' -> qwq" in found["system_prompt_reason"]
+    assert Template(messages=chat, system_prompt="none").describe("Qwen/QwQ-32B")["system_prompt_reason"] == \
+        "none: template.system_prompt=none"
+    assert Template(messages=chat, system_prompt_name="helpful").describe(None)["system_prompt_reason"] == \
+        "configured: template.system_prompt_name=helpful"
+    assert Template(text="Q: {question}").describe("Qwen/QwQ-32B")["system_prompt_used"] is None
 
 
 def test_skythought_named_prompts_and_unknown_name_gets_closest_match():

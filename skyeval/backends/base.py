@@ -218,9 +218,16 @@ class GenerationResult:
         return asdict(self)
 
 
-def usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int | None) -> dict[str, int | None]:
-    """The `usage` dict of a result (the one place its keys are spelled)."""
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "reasoning_tokens": reasoning_tokens}
+def usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int | None,
+          estimated: bool = False) -> dict[str, int | bool | None]:
+    """The `usage` dict of a result (the one place its keys are spelled). `estimated`: the
+    completion and reasoning counts are this sample's share of a total reported for several
+    samples (one HTTP request with n choices), not its own count."""
+    out: dict[str, int | bool | None] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                         "reasoning_tokens": reasoning_tokens}
+    if estimated:
+        out["estimated"] = True
+    return out
 
 
 def error_result(request_id: str, sample_idx: int, exc: BaseException | str, error_type: str | None = None,

@@ -345,8 +345,9 @@ class OpenAIBackend:
                     continue
                 if not _retryable(exc) or attempt >= max_retries:
                     self.stats["failed_requests"] += 1
-                    log.warning("%s failed after %d attempt(s): %s", label, attempt + 1, _message(exc))
-                    return _Failure(str(exc)[:1000] or repr(exc), type(exc).__name__)
+                    # the error is the result's: the run prints it, once per request
+                    log.debug("%s failed after %d attempt(s): %s", label, attempt + 1, _message(exc))
+                    return _Failure(f"{str(exc)[:1000] or repr(exc)} (after {attempt + 1} attempt(s))", type(exc).__name__)
                 delay = self._backoff(attempt, _retry_after(exc))
                 attempt += 1
                 self.stats["retries"] += 1
@@ -489,9 +490,11 @@ def _results(
 ) -> list[GenerationResult]:
     """Results for the first len(indices) choices, reasoning split from the answer.
 
-    Usage: the API reports one total for all n choices; each sample gets the request's
-    prompt tokens and a share of the completion (and reasoning) tokens proportional to
-    its text length (exact for n=1; the shares sum to the totals). Reasoning tokens come
+    Usage: the API reports one total for all n choices. The request's prompt tokens are
+    counted once, on its first choice (the others get 0: the prompt was sent once); each
+    sample gets a share of the completion (and reasoning) tokens proportional to its text
+    length, marked `estimated` when there are several (exact for n=1; the shares sum to the
+    totals; `fan_out_n=true` sends one request per sample for exact counts). Reasoning tokens come
     from `usage.completion_tokens_details.reasoning_tokens` when the server sends them
     (hidden reasoning of o-series models included), else from the share of the text that
     is reasoning, else 0 when there is no reasoning.
@@ -513,11 +516,12 @@ def _results(
         round(share * len(t) / length) if t and length else 0
         for (t, _), share, length in zip(parts, completion, lengths)
     ]
-    results = []
-    for i, (thought, answer), choice, tokens, reasoned in zip(indices, parts, choices, completion, thinking):
+    results, shared = [], len(choices) > 1
+    for j, (i, (thought, answer), choice, tokens, reasoned) in enumerate(zip(indices, parts, choices, completion, thinking)):
+        prompt_tokens = (usage.get("prompt_tokens") or 0) if j == 0 else 0
         results.append(GenerationResult(
             request.id, i, generation=answer, reasoning=thought, finish_reason=choice.get("finish_reason"),
-            usage=make_usage(usage.get("prompt_tokens") or 0, tokens, reasoned) if usage else None, seed=seed,
+            usage=make_usage(prompt_tokens, tokens, reasoned, estimated=shared) if usage else None, seed=seed,
         ))
     return results
 

@@ -70,7 +70,7 @@ class RayConfig(EngineConfig):
     section's (`ScalingConfig`), not repeated here; each replica gets
     `tensor_parallel_size` GPUs (its placement group is sized from that field alone)."""
 
-    ray_address: str | None = operational()  # null: $RAY_ADDRESS, else the cluster `ray start` made, else local; "local": private
+    ray_address: str | None = operational()  # null: $RAY_ADDRESS, else a private local Ray; "auto": this node's `ray start` cluster
     use_cpu: bool = operational(False)  # CPU bundles instead of GPUs (tests, CI)
     segment_samples: int | None = operational()  # samples per dataset; None: SEGMENT_BATCHES x batch_size x num_replicas
 

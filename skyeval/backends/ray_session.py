@@ -1,13 +1,12 @@
-"""One Ray session per process, attached the way Ray users expect.
+"""One Ray session per process: a private one unless an address names a cluster.
 
 `ensure_ray(address)`:
-- `address` (or `$RAY_ADDRESS`) names a cluster: join it;
-- no address: join the cluster this node belongs to (the one `ray start` recorded in
-  Ray's temp dir, `ray_current_cluster`), as `ray.init()` does; else start a private
-  local Ray sized to this machine's cores;
-- `address="local"`: always a private local Ray.
+- `address` (or `$RAY_ADDRESS`) names a cluster: join it (`auto`: the cluster `ray start`
+  made on this node, found the way `ray.init(address="auto")` finds it);
+- no address (or `local`): start a private local Ray on 127.0.0.1, sized to this
+  machine's cores. Never someone else's cluster that happens to run on the same machine.
 Joining passes no local-only arguments (`num_cpus`...: Ray refuses them when attaching).
-The log says which cluster was joined. Once attached, asking for another cluster is a
+The log says which Ray is used. Once attached, asking for another cluster is a
 `ConfigError` (one process can be attached to one Ray cluster).
 """
 
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PRIVATE_HOST = "127.0.0.1"  # a private Ray listens on loopback only
 _attached: dict[str, Any] = {}  # what this module connected to: {"requested", "gcs", "private"}
 
 
@@ -42,35 +42,46 @@ def ensure_ray(address: str | None = None) -> None:
                                   # workers unpickle user envs by module name: let them import what this process can
                                   runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
     if target is None:
-        ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False, **kwargs)
+        _on_loopback()
+        ray.init(address="local", _node_ip_address=PRIVATE_HOST, num_cpus=os.cpu_count() or 1,
+                 include_dashboard=False, **kwargs)
     else:
+        if _is_loopback(target):  # a cluster on 127.0.0.1 (tests): reach it there, not at the network address
+            _on_loopback()
         ray.init(address=target, **kwargs)
     gcs = ray.get_runtime_context().gcs_address
     _attached.update(requested=requested, gcs=gcs, private=target is None)
     _quiet_ray_data()
     resources = ray.cluster_resources()
     if target is None:
-        log.info("ray: started a private local Ray at %s (%d CPUs)", gcs, int(resources.get("CPU", 0)))
+        log.info("ray: started a private local Ray at %s (%d CPUs; RAY_ADDRESS or ray_address=auto joins a cluster)",
+                 gcs, int(resources.get("CPU", 0)))
     else:
-        log.info("ray: joined the cluster at %s (%s; %d nodes, %d CPUs, %d GPUs)", gcs,
-                 "ray_address" if requested else "the cluster `ray start` made on this node",
+        log.info("ray: joined the cluster at %s (%s=%s; %d nodes, %d CPUs, %d GPUs)", gcs,
+                 "ray_address" if address else "RAY_ADDRESS", requested,
                  len([n for n in ray.nodes() if n.get("Alive")]), int(resources.get("CPU", 0)),
                  int(resources.get("GPU", 0)))
 
 
-def _cluster_to_join(requested: str | None) -> str | None:
-    """The address to join, or None for a private local Ray (Ray's own lookup: the
-    address given, else the cluster recorded by `ray start`)."""
-    if requested == "local":
-        return None
-    if requested is not None:
-        return requested
-    from ray._private.services import canonicalize_bootstrap_address
+def _on_loopback() -> None:
+    """Keep Ray on 127.0.0.1: `ray.init` turns a loopback `_node_ip_address` (or a loopback
+    cluster address) into the machine's network address unless Ray's local-only mode (its
+    default on macOS and Windows) is on; it is switched on here and, through the
+    environment, for the processes Ray starts."""
+    from ray._private import ray_constants
 
-    try:
-        return canonicalize_bootstrap_address(None)
-    except Exception:  # noqa: BLE001 (a stale record of a stopped cluster: start our own)
-        return None
+    os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0] if ":" in address else address
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _cluster_to_join(requested: str | None) -> str | None:
+    """The address to join, or None for a private local Ray."""
+    return None if requested in (None, "local") else requested
 
 
 def _check_same_cluster(requested: str | None) -> None:

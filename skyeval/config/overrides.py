@@ -18,7 +18,7 @@ from skyeval.config.schema import (
     MODEL_CONFIGS,
     metrics_sampling,
     model_config_class,
-    unknown_key,
+    unknown_key_error,
 )
 from skyeval.errors import ConfigError
 from skyeval.metrics.specs import as_specs
@@ -114,13 +114,32 @@ def composition_error(err: BaseException) -> ConfigError:
     """A Hydra composition error (an unknown key, a wrong type) as one line: the key, what
     is wrong, and the closest valid key of its section."""
     cause = err.__cause__ or err
+    message = str(cause)
     key = getattr(cause, "full_key", None) or ""
     schema = getattr(cause, "object_type", None)
-    unknown = re.search(r"Key '([^']+)' (?:is )?not in", str(cause))
-    if unknown and dataclasses.is_dataclass(schema):
-        return unknown_key(key.rpartition(".")[0] if key.endswith(unknown[1]) else key, unknown[1], schema)
-    text = str(cause).splitlines()[0].strip() if str(cause) else type(cause).__name__
+    if not key and "full_key: " in message:  # a key of a `--config` file: Hydra keeps only the text
+        key = re.search(r"full_key: (\S+)", message)[1]
+        named = re.search(r"object_type=(\w+)", message)
+        schema = _schemas().get(named[1]) if named else None
+    found = unknown_key_error(cause, key, schema)
+    if found is not None:
+        return found
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = next((line for line in lines if not line.endswith("raised while composing config:")),
+                lines[0] if lines else type(cause).__name__)
     return ConfigError(f"{key + ': ' if key else ''}{text}")
+
+
+def _schemas() -> dict[str, type]:
+    """The config dataclasses by class name (the only name Hydra's message keeps)."""
+    from skyeval.backends.base import SamplingParams, ScalingConfig
+    from skyeval.config.schema import LoggingConfig, RunConfig
+    from skyeval.results import Shard
+    from skyeval.templates import Template
+
+    classes = [RunConfig, SamplingParams, ScalingConfig, LoggingConfig, Shard, Template,
+               *(model_config_class(target) for target in MODEL_CONFIGS.values())]
+    return {cls.__name__: cls for cls in classes}
 
 
 # ---- the user's config file -------------------------------------------------------------

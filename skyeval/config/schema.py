@@ -117,7 +117,7 @@ class RunConfig:
             key = err.full_key or "env"
             raise ConfigError(f"missing required value {key}: set it on the command line, e.g. {key}=...") from None
         except OmegaConfBaseException as err:
-            raise ConfigError(f"config error: {str(err).splitlines()[0]}") from None
+            raise unknown_key_error(err) or ConfigError(f"config error: {str(err).splitlines()[0]}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, as written to config.yaml and summary.json (secrets still in: redact it)."""
@@ -161,6 +161,19 @@ def unknown_key(section: str, key: str, schema: type) -> ConfigError:
     where = f"{section}.{key}" if section else key
     return ConfigError(f"unknown key {where!r}.{hint} Keys of {section or 'the root config'}{backend}: "
                        f"{', '.join(known)}")
+
+
+def unknown_key_error(err: BaseException, key: str | None = None, schema: Any = None) -> ConfigError | None:
+    """OmegaConf's "Key 'x' not in 'Schema'" as `unknown_key`'s one line (None for other
+    errors). `key` (the full key) and `schema` (the dataclass) default to the error's own."""
+    import re
+
+    unknown = re.search(r"Key '([^']+)' (?:is )?not in", str(err))
+    key = key if key is not None else getattr(err, "full_key", None) or ""
+    schema = schema if schema is not None else getattr(err, "object_type", None)
+    if not unknown or not dataclasses.is_dataclass(schema):
+        return None
+    return unknown_key(key.rpartition(".")[0] if key.endswith(unknown[1]) else key, unknown[1], schema)
 
 
 def metrics_sampling(metrics: Any, sampling: dict[str, Any], where: str) -> dict[str, Any]:

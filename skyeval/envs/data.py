@@ -130,7 +130,13 @@ def _tagged(paths: list[Path]) -> Iterator[dict[str, Any]]:
 
 
 def load_hub(hf_id: str, split: str, subset: str | None = None) -> "datasets.Dataset":
-    """A hub dataset split, as `datasets` caches it: an Arrow table memory-mapped from disk."""
+    """A hub dataset split, as `datasets` caches it: an Arrow table memory-mapped from disk.
+    When the hub can't be reached (`HF_HUB_OFFLINE`, or no connection within a few
+    seconds) only the local cache is read, so a missing copy fails at once instead of
+    after the hub client's retries."""
+    unreachable = hub_unreachable()
+    if unreachable:
+        _hub_offline()
     try:
         import datasets
     except ImportError as err:  # pragma: no cover - datasets is a core dependency
@@ -142,8 +148,40 @@ def load_hub(hf_id: str, split: str, subset: str | None = None) -> "datasets.Dat
     except ConnectionError as err:  # offline, or the hub is down: the user can point to a local copy
         from skyeval.errors import DataNotFoundError
 
-        raise DataNotFoundError(f"cannot load {hf_id!r} from the Hugging Face hub ({err}); offline? set "
+        why = f"{unreachable}, and it is not in the local cache" if unreachable else str(err)
+        raise DataNotFoundError(f"cannot load {hf_id!r} from the Hugging Face hub ({why}); set "
                                 f"SKYEVAL_DATA_DIR or data_dir= to a folder with a local copy (docs/benchmarks.md)") from None
+
+
+def hub_unreachable(timeout_s: float = 3.0) -> str | None:
+    """Why the Hugging Face hub can't be reached ("HF_HUB_OFFLINE is set", "no connection
+    to huggingface.co:443 (...)"), or None when a connection opens within `timeout_s`."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as err:
+        return f"no connection to {host}:{port} ({type(err).__name__}: {err})"
+    return None
+
+
+def _hub_offline() -> None:
+    """Read the cache only: for this process (the `datasets` and `huggingface_hub` flags,
+    read when they are imported) and the processes it starts."""
+    import os
+    import sys
+
+    os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+    for module, name in (("datasets.config", "HF_HUB_OFFLINE"), ("datasets.config", "HF_DATASETS_OFFLINE"),
+                         ("huggingface_hub.constants", "HF_HUB_OFFLINE")):
+        if module in sys.modules and hasattr(sys.modules[module], name):
+            setattr(sys.modules[module], name, True)
 
 
 def read_hub(hf_id: str, split: str, subset: str | None = None) -> Iterator[dict[str, Any]]:

@@ -33,7 +33,7 @@ from skyeval.metrics.intervals import (
 from skyeval.metrics.specs import MetricSpec, as_specs, parse_metrics
 
 CORRECT = 1.0 - 1e-9  # a sample counts as correct for pass@k when its score reaches 1
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -154,7 +154,7 @@ class MetricsAccumulator:
         self.parse_failed = self.finish_known = self.truncated = self.finished = self.without_tokens = 0
         self.finished_score: Exact = 0
         self.completion, self.reasoning = Histogram(), Histogram()
-        self.prompt_tokens = self.prompt_samples = 0
+        self.prompt_tokens = self.prompt_samples = self.estimated_samples = 0
         self.budget_score: dict[int, Exact] = {b: 0 for b in self.budgets}
         self.budget_finished: dict[int, int] = {b: 0 for b in self.budgets}
         self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
@@ -229,6 +229,7 @@ class MetricsAccumulator:
         if usage.get("prompt_tokens") is not None:
             self.prompt_tokens += int(usage["prompt_tokens"])
             self.prompt_samples += 1
+        self.estimated_samples += bool(usage.get("estimated"))
 
     def _add(self, pid: str, idx: int, outcome: tuple[float | None, Any]) -> None:
         samples = self._open.setdefault(pid, {})
@@ -295,7 +296,7 @@ class MetricsAccumulator:
         if other._config() != self._config():
             raise ValueError(f"cannot merge metrics of different setups: {self._config()} vs {other._config()}")
         for name in ("problems", "scored", "failed", "missing", "score_total", "parse_failed", "finish_known",
-                     "truncated", "finished", "without_tokens", "finished_score", "prompt_tokens", "prompt_samples"):
+                     "truncated", "finished", "without_tokens", "finished_score", "prompt_tokens", "prompt_samples", "estimated_samples"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.headline, other.headline), (self.scored_only, other.scored_only)):
             for name, moments in theirs.items():
@@ -318,7 +319,8 @@ class MetricsAccumulator:
         return {
             "version": STATE_VERSION, "config": self._config(),
             "counts": [self.problems, self.scored, self.failed, self.missing, self.parse_failed, self.finish_known,
-                       self.truncated, self.finished, self.without_tokens, self.prompt_tokens, self.prompt_samples],
+                       self.truncated, self.finished, self.without_tokens, self.prompt_tokens, self.prompt_samples,
+                       self.estimated_samples],
             "score_total": encode(self.score_total), "finished_score": encode(self.finished_score),
             "headline": {k: m.to_state() for k, m in self.headline.items()},
             "scored_only": {k: m.to_state() for k, m in self.scored_only.items()},
@@ -337,7 +339,7 @@ class MetricsAccumulator:
             raise ValueError(f"metrics state version {state.get('version')!r}, expected {STATE_VERSION}")
         acc = cls(**state["config"])
         (acc.problems, acc.scored, acc.failed, acc.missing, acc.parse_failed, acc.finish_known, acc.truncated,
-         acc.finished, acc.without_tokens, acc.prompt_tokens, acc.prompt_samples) = state["counts"]
+         acc.finished, acc.without_tokens, acc.prompt_tokens, acc.prompt_samples, acc.estimated_samples) = state["counts"]
         acc.score_total, acc.finished_score = decode(state["score_total"]), decode(state["finished_score"])
         acc.headline = {k: Moments.from_state(v) for k, v in state["headline"].items()}
         acc.scored_only = {k: Moments.from_state(v) for k, v in state["scored_only"].items()}
@@ -415,16 +417,19 @@ class MetricsAccumulator:
         out["truncated_rate"] = _ratio(done.truncated, done.finish_known)
         out["interval_method"] = INTERVAL_METHOD
         out["intervals"] = {}
+        samples = {s.name(self.n): s.k if s.type == "maj" else s.n_samples for s in self.specs}  # each over its own n
         for name, moments in done.headline.items():
             found = interval(moments)
             if found is not None:
                 out["intervals"][name] = {"value": found.value, "se": found.se, "ci95": [found.low, found.high],
-                                          "n": self.n, "problems": found.problems}
+                                          "n": samples.get(name, self.n), "problems": found.problems}
         tokens = {"completion": done.completion.summary(), "reasoning": done.reasoning.summary(),
                   "prompt": {"samples": done.prompt_samples, "total": done.prompt_tokens} if done.prompt_samples
                   else None}
         if any(tokens.values()):
             out["tokens"] = {k: v for k, v in tokens.items() if v is not None}
+            if done.estimated_samples:  # shares of a total reported for several samples (docs/metrics.md)
+                out["tokens"]["estimated_samples"] = done.estimated_samples
         if self.budgets and done.scored and not done.without_tokens:
             out["budget_curve"] = {
                 "estimate": f"from one run at max_tokens={self.max_tokens}: at budget b a sample counts as correct "

@@ -20,10 +20,10 @@ from skyeval.config.schema import CONF_DIR, RunConfig
 from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
-from skyeval.results import RunFolder, Shard, write_json
+from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
-from skyeval.run.logs import announce, setup_logging
+from skyeval.run.logs import announce, setup_logging, to_files
 from skyeval.run.provenance import describe_run
 
 log = logging.getLogger("skyeval")
@@ -68,7 +68,7 @@ def clear_errors() -> Iterator[None]:
         files = [h.baseFilename for h in log.handlers if isinstance(h, logging.FileHandler)]
         if not files:
             raise
-        log.handlers and _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "unexpected error",
+        log.handlers and to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "unexpected error",
                                                   (), sys.exc_info()))
         print(f"skyeval: internal error: {type(err).__name__}: {err}\n"
               f"  the traceback is in {files[0]}; finished samples are saved (re-run the same command to resume)",
@@ -76,14 +76,8 @@ def clear_errors() -> Iterator[None]:
         sys.exit(1)
 
 
-def _to_files(record: logging.LogRecord) -> None:
-    for handler in log.handlers:  # logs.txt when the run folder has one; the console gets one line
-        if isinstance(handler, logging.FileHandler):
-            handler.handle(record)
-
-
 def _fail(err: Exception) -> None:
-    _to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None))
+    to_files(log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (err,), None))
     print(f"skyeval: error: {err}", file=sys.stderr)
     sys.exit(2)
 
@@ -97,7 +91,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     if config.dry_run and config.stage != "score":
-        return dry_run(config, env)
+        return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
@@ -120,6 +114,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     scoring = env.describe_scoring() if stage != "generate" else {}
     trackers.check(config)  # a tracker asked for but not installed fails before any work
     resumed, started_at = _claim(folder, config)
+    template = env.template.describe(env.model_source)
+    log.info("system prompt: %s", template["system_prompt_reason"])
     log.info("%s %s with %s -> %s%s%s", stage, env.name, env.model_source, folder.path,
              f" as shard {shard.index} of {shard.count}" if shard.active else "", " (resuming)" if resumed else "")
 
@@ -141,6 +137,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "run_dir": str(folder.path),
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": {**scoring, **metrics.grading_summary()},
+        "template": template,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),
@@ -199,24 +196,48 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     return merged
 
 
-def dry_run(config: RunConfig, env: Env) -> dict[str, Any]:
+def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     """Print what the run would send (problems, samples, prompt tokens, max completion
-    tokens, worst-case cost) and return it, without building a backend or writing anything."""
+    tokens, worst-case cost: only what `folder`, when it holds this config's earlier work,
+    does not have yet) and the first prompt, and return it, without building a backend or
+    writing anything."""
     env.template = config.template.merged_over(env.default_template)
     env.model_source = config.model_config.model_source
-    sampling = config.sampling_params
-    report = estimate(env, env.iter_problems(), sampling, config.model_config)
+    sampling, shard = config.sampling_params, config.shard
+    previous = read_json(folder.run_file) if not config.overwrite else None
+    earlier = resume.EarlierRecords(folder, config.stage) \
+        if previous is not None and resume.same_config(config)(previous) else None
+
+    def wanted(problem: dict[str, Any]) -> int:
+        pid = str(problem["id"])
+        if not shard.owns(pid):
+            return 0
+        if earlier is None or earlier.empty:
+            return sampling.n
+        return sum(not earlier.done((pid, i), config.stage, config.retry_failures) for i in range(sampling.n))
+
+    report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
     how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
-             f"  problems {report['problems']:,}, samples {report['samples']:,}",
+             f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
     if report["worst_case_cost"] is not None:
         lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
+    if report["first_prompt"] is not None:
+        lines.append("  first prompt:")
+        lines.extend(f"    {line}" for line in _shown(report["first_prompt"]).splitlines())
     print("\n".join(lines), flush=True)
     return report
+
+
+def _shown(prompt: Any, limit: int = 4000) -> str:
+    """A rendered prompt as a person reads it: `[role] content` per chat message."""
+    text = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def import_modules(modules: list[str]) -> None:

@@ -1,7 +1,7 @@
 """What a run would send, and what it would cost: `dry_run=true`, and the actual cost after.
 
 `estimate(env, problems, sampling, model_config)` streams the (raw or templated) problems
-once and counts their prompt tokens:
+once and counts the prompt tokens of what is still to send:
 - with the model's own tokenizer when the config has a local one (`VLLMConfig`,
   `RayConfig`: the tokenizer vLLM would load, rendered exactly as the backend does);
 - for an HTTP model, with `tiktoken` when it is installed (OpenAI's tokenizers: close for
@@ -22,20 +22,35 @@ log = logging.getLogger(__name__)
 MESSAGE_OVERHEAD = 3  # tokens OpenAI's chat format adds per message (and once for the reply)
 
 
-def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_config: Any) -> dict[str, Any]:
-    """Counts (and worst-case cost) of sending `problems` with `sampling` to the model."""
+def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_config: Any,
+             wanted: Callable[[dict[str, Any]], int] | None = None) -> dict[str, Any]:
+    """Counts (and worst-case cost) of sending `problems` with `sampling` to the model.
+    `wanted(problem)` is how many of its samples are still to send (default all n: a
+    resumed folder's finished samples are not sent again); `first_prompt` is the first
+    prompt that would be sent, rendered."""
     count, method, exact = prompt_counter(model_config)
-    n_problems = prompt_tokens = 0
+    fans_out = getattr(model_config, "fan_out_n", None) is not False
+    n_problems = samples = prompt_tokens = sent = 0
+    first_prompt = None
     for problem in problems:
+        todo = sampling.n if wanted is None else wanted(problem)
+        if not todo:
+            continue
         item = problem if "prompt" in problem else env.apply_prompt_template_on_item(problem)
-        prompt_tokens += count(item["prompt"])
+        tokens = count(item["prompt"])
+        first_prompt = item["prompt"] if first_prompt is None else first_prompt
+        prompt_tokens += tokens
+        # worst case: each sample sends its prompt (an HTTP request with n choices sends it once,
+        # but may fan out to one request per sample); fan_out_n=false never fans out
+        sent += tokens * (todo if fans_out else 1)
         n_problems += 1
-    samples = n_problems * sampling.n
+        samples += todo
     report: dict[str, Any] = {
         "problems": n_problems,
         "samples": samples,
+        "first_prompt": first_prompt,
         "prompt_tokens": prompt_tokens,  # one prompt per problem
-        "prompt_tokens_sent": prompt_tokens * sampling.n,  # worst case: each sample sends its prompt
+        "prompt_tokens_sent": sent,
         "prompt_tokens_counted_with": method,
         "prompt_tokens_estimated": not exact,
         "max_completion_tokens": samples * sampling.max_tokens,

@@ -58,7 +58,14 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
             line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
     if metrics.get("truncated_rate"):
         line += f" | truncated {metrics['truncated_rate']:.1%}"
-    log.info("%s | run folder %s", line, folder.path)
+    to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
     if counts["failed"]:
         log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
     print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
+
+
+def to_files(record: logging.LogRecord) -> None:
+    """`record` into logs.txt only (the console gets its own line)."""
+    for handler in log.handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)

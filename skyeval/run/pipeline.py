@@ -102,9 +102,12 @@ class _Pipeline:
         self.in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
         self.rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
         self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
+        self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
     def run(self) -> RunOutcome:
         try:
+            if not self.earlier.empty and self.stage != "score":
+                self.announce_resume()
             if self.stage == "score":
                 for _ in self.requests():  # nothing to generate: this walks the problems
                     pass
@@ -150,6 +153,19 @@ class _Pipeline:
                 with self.recorder.lock:
                     self.in_flight[pid] = [templated, len(wanted)]
             yield request
+
+    def announce_resume(self) -> None:
+        """Say how much of a resumed folder is left to send (one pass over the problems' ids)."""
+        requests = samples = problems = 0
+        for problem in self.env.iter_problems(on_error=lambda index, err: None):
+            pid = str(problem["id"])
+            if not self.shard.owns(pid):
+                continue
+            todo = sum(not self.earlier.done((pid, i), self.stage, self.retry_failures)
+                       and (pid, i) not in self.earlier.generated for i in range(self.n))
+            problems, samples, requests = problems + 1, samples + todo, requests + bool(todo)
+        log.info("resuming: %d requests to send (%d of %d samples); the folder holds the rest", requests, samples,
+                 problems * self.n)
 
     def _wanted(self, pid: str, problem: dict[str, Any]) -> list[int]:
         """The sample indices of a problem to generate; those an earlier run generated but
@@ -206,12 +222,20 @@ class _Pipeline:
             if self.pool is not None and entry is not None:
                 self.pool.submit({**entry[0], **{k: v for k, v in record.items() if k != "prompt"}})
         else:
-            log.warning("sample %s#%d failed: %s: %s", result.id, result.sample_idx, result.error_type, result.error)
+            self.warn_failed(result.id, result.error_type, result.error)
         if entry is not None:
             entry[1] -= 1
             if entry[1] <= 0:
                 with self.recorder.lock:
                     self.in_flight.pop(result.id, None)
+
+    def warn_failed(self, pid: str, error_type: str | None, error: str | None) -> None:
+        """One console line per failed request: the samples of a request fail together (n
+        choices of one HTTP call), so a repeat of the last failure is not printed again."""
+        if (pid, error_type, error) != self.last_failure:
+            self.last_failure = (pid, error_type, error)
+            log.warning("problem %s failed: %s", pid, error if error and error.startswith(f"{error_type}:")
+                        else f"{error_type}: {error}")
 
     def generate_on_workers(self) -> None:
         """The cluster's workers generate, write and score; the driver counts their notes."""
@@ -222,8 +246,7 @@ class _Pipeline:
                 self.recorder.record(kind, note, write=False)
                 self.outcome.generated += kind == "generations"
                 if kind == "failures" and note["stage"] == "generate":
-                    log.warning("sample %s#%d failed: %s: %s", note["id"], note["sample_idx"],
-                                note["error_type"], note["message"])
+                    self.warn_failed(note["id"], note["error_type"], note["message"])
         finally:
             self.env.backend.close()
 

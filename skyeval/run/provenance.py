@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shlex
 import subprocess
@@ -32,8 +33,17 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+COMMAND_ENV = "SKYEVAL_COMMAND"  # set by the CLI: the command as the user typed it (Hydra sees a rewritten argv)
+
+
 def command_line() -> str:
-    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, "-m", "skyeval.cli", *sys.argv[1:]])
+    """The command that re-runs this run as written: the CLI's own, else this process's."""
+    return os.environ.get(COMMAND_ENV) or shlex.join([Path(sys.executable).name, *sys.argv])
+
+
+def set_command(argv: list[str]) -> None:
+    """Record `python -m skyeval.cli ARGV` as this run's command (inherited by sweep jobs)."""
+    os.environ[COMMAND_ENV] = shlex.join(["python", "-m", "skyeval.cli", *argv])
 
 
 def describe_run() -> dict[str, Any]:

@@ -126,7 +126,7 @@ def test_429_retry_after_honoured(server, make_backend):
     results = run(backend, [chat(1)])
     elapsed = time.monotonic() - start
     assert results["c1", 0].ok
-    assert 1.0 <= elapsed < 3.0  # backoff alone would be ~0.01 s
+    assert 1.0 <= elapsed < 30.0  # Retry-After was waited for (backoff alone would be ~0.01 s); 30: a hang bound
     assert backend.describe()["stats"]["retries"] == 1
 
 def test_500_then_success_logs_retries(server, make_backend, caplog):
@@ -144,7 +144,7 @@ def test_hanging_request_times_out_and_retries(server, make_backend):
     start = time.monotonic()
     results = run(make_backend(timeout_s=0.5), [chat(1)])
     assert results["c1", 0].ok
-    assert 0.5 <= time.monotonic() - start < 3.0
+    assert 0.5 <= time.monotonic() - start < 30.0  # timed out (not hung), then retried
     assert [e["fault"] for e in server.log] == ["hang", None]
 
 @pytest.mark.parametrize("mode", ["malformed", "drop"])
@@ -247,7 +247,7 @@ def test_fault_server_subprocess_mode(tmp_path):
         assert [json.loads(line)["fault"] for line in log_file.read_text().splitlines()] == ["permanent", None]
     finally:
         proc.terminate()
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=120) == 0  # a hang bound: the server stops in well under a second
 
 # -- reasoning models: think tags, reasoning_content, truncation, usage ------------------
 
@@ -293,7 +293,8 @@ def test_reasoning_content_field_and_usage_details(server, make_backend):
     for i in (0, 1):
         r = results["c1", i]
         assert (r.reasoning, r.generation) == ("first 2 then more", "\\boxed{2}")
-        assert r.usage == {"prompt_tokens": 4, "completion_tokens": 5, "reasoning_tokens": 4}
+        assert r.usage == {"prompt_tokens": 4 if i == 0 else 0, "completion_tokens": 5, "reasoning_tokens": 4,
+                           "estimated": True}
 
 def test_hidden_reasoning_tokens_of_o_series(server, make_backend):
     server.configure(hidden_reasoning_tokens=100)
@@ -368,3 +369,23 @@ def test_model_alias_and_api_key_used_never_written(server):
         HTTPConfig(model="a", model_source="b")
     with pytest.raises(ConfigError, match="model_source"):
         HTTPConfig(api_url=server.url)
+
+
+def test_n_choices_count_the_prompt_once_and_label_split_completions(server, make_backend):
+    """Issue 25 item 8: one request with n=4 choices sends its prompt once; the cost says so,
+    and per-sample completion tokens (shares of the request's total) are labelled estimates."""
+    from skyeval.metrics import summarize
+    from skyeval.run.cost import run_cost
+
+    results = run(make_backend(), [chat(1, samples=4), chat(2, samples=4)], n=4)
+    assert sum(r.usage["prompt_tokens"] for r in results.values()) == 2 * 4  # 4 prompt tokens per request
+    assert all(r.usage["estimated"] for r in results.values())
+    metrics = summarize([{"id": r.id, "sample_idx": r.sample_idx, "score": 1.0, "usage": r.usage,
+                          "finish_reason": r.finish_reason} for r in results.values()], n=4)
+    assert metrics["tokens"]["prompt"]["total"] == 8 and metrics["tokens"]["estimated_samples"] == 8
+    cost = run_cost({"metrics": metrics}, {"input": 1e6, "output": 0.0})
+    assert cost["prompt_tokens"] == 8 and cost["cost"] == 8.0
+    single = run(make_backend(), [chat(1)])["c1", 0]
+    assert "estimated" not in single.usage and single.usage["prompt_tokens"] == 4
+    assert "estimated_samples" not in summarize([{"id": "c1", "sample_idx": 0, "score": 1.0, "usage": single.usage,
+                                                  "finish_reason": "stop"}], n=1)["tokens"]

@@ -1,4 +1,5 @@
-"""ensure_ray attaches the way Ray users expect, against a real `ray start --head`.
+"""ensure_ray starts a private Ray unless an address names a cluster, against a real
+`ray start --head` on 127.0.0.1.
 
 The head runs with its own RAY_TMPDIR (so its `ray_current_cluster` record is seen only by
 the processes of this test, not by other Ray users of the machine) and is stopped in
@@ -62,7 +63,7 @@ def head():
     env.pop("RAY_ADDRESS", None)
     record = Path(tmp) / "ray" / "ray_current_cluster"
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=1",
-                             "--include-dashboard=false", "--disable-usage-stats"], env=env,
+                             "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     started = psutil.Process(proc.pid)
     try:
@@ -86,18 +87,29 @@ def head():
 
 def drive(env: dict, first: str | None, second: str | None = None) -> tuple[dict, str]:
     proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps([first, second])], env={**env, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[0][len("RESULT "):]), proc.stderr
 
 
 @pytest.mark.slow
-def test_no_address_attaches_to_the_nodes_cluster(head):
+def test_no_address_starts_a_private_ray_on_loopback_beside_the_nodes_cluster(head):
+    """Issue 25 item 14: a stranger's `ray start` on this machine is not joined."""
     env, address = head
     out, logs = drive(env, None)
+    assert out["gcs"] != address and out["gcs"].startswith("127.0.0.1:")
+    assert "started a private local Ray at 127.0.0.1:" in logs and "Found multiple active Ray" not in logs
+
+
+@pytest.mark.slow
+def test_auto_or_ray_address_joins_the_cluster_named(head):
+    env, address = head
+    out, logs = drive(env, "auto")
     assert out["gcs"] == address  # joined, without local-only arguments (Ray would refuse num_cpus)
-    assert f"joined the cluster at {address}" in logs and "ray start" in logs
+    assert f"joined the cluster at {address} (ray_address=auto" in logs
+    out, logs = drive({**env, "RAY_ADDRESS": address}, None)
+    assert out["gcs"] == address and f"(RAY_ADDRESS={address};" in logs
 
 
 @pytest.mark.slow
@@ -110,9 +122,38 @@ def test_local_forces_a_private_instance(head):
 @pytest.mark.slow
 def test_another_cluster_while_attached_is_a_config_error(head):
     env, address = head
-    out, _ = drive(env, None, f"127.0.0.1:{free_port()}")
+    out, _ = drive(env, "auto", f"127.0.0.1:{free_port()}")
     assert out["second"].startswith("ConfigError: ray_address=127.0.0.1:") and address in out["second"]
-    out, _ = drive(env, None, "local")
+    out, _ = drive(env, "auto", "local")
     assert out["second"].startswith("ConfigError: ray_address=local")
     out, _ = drive(env, address, address)  # the same cluster again is fine
     assert out["second"] == "ok"
+
+
+CLUSTER = textwrap.dedent("""
+    import json, subprocess, sys
+    from ray.cluster_utils import Cluster
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"})
+    try:
+        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+        cluster.wait_for_nodes()
+        driver = subprocess.run([sys.executable, "-c", sys.argv[1], json.dumps([cluster.address, None])],
+                                capture_output=True, text=True, timeout=600)
+        print("ADDRESS " + cluster.address, flush=True)
+        print(driver.stdout, driver.stderr[-3000:], flush=True)
+    finally:
+        cluster.shutdown()
+""")
+
+
+@pytest.mark.slow
+def test_a_two_node_test_cluster_on_loopback_is_joined_there():
+    """Issue 25 item 17: test clusters listen on 127.0.0.1 only; ensure_ray reaches them
+    there (Ray alone would look for 127.0.0.1's GCS at the machine's network address)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-c", CLUSTER, DRIVER], env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=1200)
+    address = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("ADDRESS "))
+    result = next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))
+    assert address.startswith("127.0.0.1:") and json.loads(result[len("RESULT "):])["gcs"] == address, proc.stdout
+    assert f"joined the cluster at {address} (ray_address={address}; 2 nodes" in proc.stdout

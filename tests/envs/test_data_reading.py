@@ -129,3 +129,44 @@ def test_hub_rows_stream_from_the_memory_mapped_split(tmp_path, monkeypatch):
     slices = source.slices(16, dataset)
     assert [(s.start, s.count) for s in slices] == [(0, 16), (16, 16), (32, 8)]
     assert [r for s in slices for r in read_slice(s, dataset)] == ROWS
+
+
+HUB_DRIVER = """
+import sys
+from skyeval.envs.data import load_hub
+from skyeval.errors import DataNotFoundError
+try:
+    load_hub("HuggingFaceH4/aime_2024", "train")
+except DataNotFoundError as err:
+    print("ERROR", err)
+"""
+
+
+def test_an_unreachable_hub_fails_at_once_from_the_cache_not_after_retries(tmp_path):
+    """Issue 25 item 16: no connection to the hub -> the cache only, one clear error, no
+    `Retrying in 8s` from the hub client."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SKYEVAL_DATA_DIR"))}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(Path(__file__).parents[2]))
+    proc = subprocess.run([sys.executable, "-c", HUB_DRIVER], env=env, capture_output=True, text=True, timeout=600)
+    assert "ERROR cannot load 'HuggingFaceH4/aime_2024' from the Hugging Face hub (no connection to 127.0.0.1:9" \
+        in proc.stdout, proc.stdout + proc.stderr
+    assert "not in the local cache" in proc.stdout and "Retrying" not in proc.stderr
+
+
+def test_a_reachable_hub_or_offline_flag_is_told_apart(monkeypatch):
+    import socket
+
+    from skyeval.envs.data import hub_unreachable
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert hub_unreachable() is None
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        assert hub_unreachable() == "HF_HUB_OFFLINE is set"

@@ -89,7 +89,7 @@ def test_score_choice():
 def test_degenerate_50k_generation_returns_quickly(generation: str):
     start = time.monotonic()
     extract_choice(generation, num_options=10)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 10.0  # catastrophic backtracking takes minutes; a loaded box, not 10 s
 
 
 @pytest.mark.parametrize(("generation", "reasoning", "letter", "state"), [
