@@ -8,6 +8,12 @@ to the output, as `<name>.summary.json`) how many rows each step kept.
                                                 rewrite kept samples, keep rewrites still correct
   python scripts/curate.py difficulty RUN_DIR --model openai --set model_source=gpt-4o-mini
                                                 1-10 difficulty label per problem (parse failures apart)
+  python scripts/curate.py decontaminate INPUT --out DIR [--against aime24,math500] [--report-only]
+                                                drop rows that contain a benchmark problem
+  python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
+
+Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
+or a JSONL/Parquet file; they write DIR/kept.<format> and report.json.
 
 Output: RUN_DIR/curated/<command>.jsonl unless --out is given; --format parquet for parquet.
 `--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
@@ -47,6 +53,11 @@ from skyeval.results import write_rows
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command in STREAM_COMMANDS:
+        try:
+            return STREAM_COMMANDS[args.command](args)
+        except SkyevalError as err:
+            sys.exit(f"curate: {err}")
     run_dir = Path(args.run_dir)
     out = Path(args.out) if args.out else run_dir / "curated" / f"{args.command}.{args.format}"
     log = StepLog(args.command, str(run_dir))
@@ -105,11 +116,48 @@ def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Pa
     return sorted(result.labeled, key=lambda r: r["id"])
 
 
+def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Rows that contain a benchmark problem go to removed.*, the others to kept.*."""
+    from skyeval.curation.decontaminate import BenchmarkIndex, decontaminate, report_table
+
+    if not args.report_only and not args.out:
+        sys.exit("curate: decontaminate needs --out DIR (or --report-only)")
+    against = args.against.split(",") if args.against else None
+    index = BenchmarkIndex.from_envs(against, data_dir=args.data_dir, n=args.ngram, min_overlap=args.min_overlap)
+    out = None if args.report_only else args.out
+    report = decontaminate(args.run_dir, out, index, fields=_fields(args), format=args.format, workers=args.workers)
+    if args.report_only and args.out:
+        from skyeval.results import write_json
+
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_json(Path(args.out) / "report.json", report)
+    print(report_table(report))
+    return report
+
+
+def dedup_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Exact and near duplicates go to duplicates.*, the first of each cluster to kept.*."""
+    from skyeval.curation.dedup import DedupConfig, dedup
+
+    config = DedupConfig(threshold=args.threshold, num_perm=args.num_perm, shingle=args.shingle)
+    fields = _fields(args)
+    report = dedup(args.run_dir, args.out, field=fields[0] if fields else None, config=config,
+                   format=args.format, workers=args.workers)
+    print(f"rows in {report['rows_in']}, kept {report['kept']}, exact duplicates {report['exact_duplicates']}, "
+          f"near duplicates {report['near_duplicates']} (in {report['clusters_with_duplicates']} clusters)")
+    return report
+
+
+def _fields(args: argparse.Namespace) -> list[str] | None:
+    return [f for f in args.fields.split(",") if f] if args.fields else None
+
+
 SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "keep")
 PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
             "difficulty": difficulty}
+STREAM_COMMANDS = {"decontaminate": decontaminate_command, "dedup": dedup_command}
 
 
 def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
@@ -170,6 +218,26 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--temperature", type=float, default=0.0)
             cmd.add_argument("--max-tokens", type=int, default=4096)
             cmd.add_argument("--concurrency", type=int, default=64)
+    for name in STREAM_COMMANDS:
+        cmd = sub.add_parser(name)
+        cmd.add_argument("run_dir", metavar="INPUT", help="a run folder, or a JSONL or Parquet file of rows")
+        cmd.add_argument("--out", required=name == "dedup", help="output folder: kept.<format>, report.json, ...")
+        cmd.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+        cmd.add_argument("--fields", help="comma-separated fields to check (default: the first of "
+                         "problem, question, prompt, text the rows have)" + (", e.g. problem,generation"
+                                                                              if name == "decontaminate" else ""))
+        cmd.add_argument("--workers", type=int, default=0, help="worker processes (default: one per core)")
+        if name == "decontaminate":
+            cmd.add_argument("--against", help="comma-separated env names (default: every evaluation env)")
+            cmd.add_argument("--ngram", type=int, default=8, help="words per n-gram (default 8)")
+            cmd.add_argument("--min-overlap", type=float, default=0.25,
+                             help="share of a problem's n-grams a row must hold (default 0.25; at least one)")
+            cmd.add_argument("--report-only", action="store_true", help="write no data, only the report")
+            cmd.add_argument("--data-dir", help="local benchmark mirror (default: $SKYEVAL_DATA_DIR, else the hub)")
+        else:
+            cmd.add_argument("--threshold", type=float, default=0.8, help="MinHash LSH Jaccard threshold")
+            cmd.add_argument("--num-perm", type=int, default=128, help="MinHash permutations")
+            cmd.add_argument("--shingle", type=int, default=3, help="words per shingle")
     return parser
 
 
