@@ -6,6 +6,9 @@ mirror works). Texts are compared as normalized words (`skyeval.curation.normali
 A row matches a benchmark problem when
 
 - its normalized text equals the problem's (`match: "exact"`), or
+- its normalized text equals the problem's with other numbers (every run of digits read
+  as one placeholder; problems of at least `MIN_MASKED_WORDS` words): `match: "near"`.
+  This finds a short problem with a changed number, which shares no n-gram with it, or
 - it shares word n-grams (default n=8) with it: at least `min_overlap` (default 0.25) of
   the problem's distinctive n-grams, and at least one. `match: "contains"` when the row
   holds all of them (the problem plus a prefix or suffix sentence, say), else `"near"`
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 DEFAULT_N = 8
 DEFAULT_MIN_OVERLAP = 0.25
 DEFAULT_MAX_SHARE = 10
+MIN_MASKED_WORDS = 6
 TRAINING_ENVS = ("numina",)  # data-generation sources, never benchmarks to decontaminate against
 _PRIME = 0x9E3779B97F4A7C15  # odd 64-bit multiplier of the n-gram hash
 
@@ -68,7 +72,8 @@ class BenchmarkIndex:
     starts: "np.ndarray"  # keys[i] belongs to owners[starts[i]:starts[i+1]]
     owners: "np.ndarray"  # problem indices
     sizes: "np.ndarray"  # distinctive n-grams per problem
-    exact: dict[str, int]  # normalized text -> problem index
+    exact: dict[str, list[int]]  # normalized text -> problem indices
+    masked: dict[str, list[int]]  # normalized text, numbers masked -> problem indices
     problem_ids: list[str]
     problem_benchmarks: list[str]
     problems: dict[str, int] = field(default_factory=dict)  # benchmark -> problem count
@@ -84,7 +89,8 @@ class BenchmarkIndex:
         if n < 1 or not 0 < min_overlap <= 1:
             raise ValueError(f"n must be >= 1 and min_overlap in (0, 1], got n={n}, min_overlap={min_overlap}")
         vocab: dict[str, int] = {}
-        exact: dict[str, int] = {}
+        exact: dict[str, list[int]] = {}
+        masked: dict[str, list[int]] = {}
         ids: list[str] = []
         names: list[str] = []
         counts: dict[str, int] = {}
@@ -97,7 +103,9 @@ class BenchmarkIndex:
                 names.append(benchmark)
                 counts[benchmark] += 1
                 ws = words(text)
-                exact.setdefault(" ".join(ws), index)
+                exact.setdefault(" ".join(ws), []).append(index)
+                if len(ws) >= MIN_MASKED_WORDS:
+                    masked.setdefault(_masked(ws), []).append(index)
                 token_ids = np.array([vocab.setdefault(w, len(vocab)) for w in ws], dtype=np.int64)
                 grams = np.unique(ngram_hashes(token_ids, n)[0])
                 hashes.append(grams)
@@ -113,7 +121,7 @@ class BenchmarkIndex:
         all_owners = all_owners[keep]
         starts = np.concatenate([[0], np.cumsum(share)]).astype(np.int64)
         sizes = np.bincount(all_owners, minlength=len(ids)).astype(np.int64)
-        return cls(n, min_overlap, vocab, keys, starts, all_owners, sizes, exact, ids, names,
+        return cls(n, min_overlap, vocab, keys, starts, all_owners, sizes, exact, masked, ids, names,
                    counts, dict(not_checked or {}))
 
     @classmethod
@@ -146,10 +154,11 @@ class BenchmarkIndex:
         found: list[list[Match]] = [[] for _ in texts]
         exact_seen: set[tuple[int, int]] = set()
         for row, name, ws in segments:
-            problem = self.exact.get(" ".join(ws))
-            if problem is not None:
+            same = self.exact.get(" ".join(ws))
+            kind = "exact" if same else "near"
+            for problem in same or self.masked.get(_masked(ws), ()):
                 exact_seen.add((row, problem))
-                found[row].append(self._match(problem, "exact", name, _first_gram(ws, self.n), 1.0))
+                found[row].append(self._match(problem, kind, name, _first_gram(ws, self.n), 1.0))
         if not len(self.keys):
             return found
         get = self.vocab.get
@@ -246,6 +255,10 @@ def field_text(value: Any) -> str:
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
         return "\n".join(str(m.get("content") or "") for m in value if m.get("role", "user") == "user")
     return str(value)
+
+
+def _masked(ws: list[str]) -> str:
+    return " ".join("#" if w.isdigit() else w for w in ws)
 
 
 def _first_gram(ws: list[str], n: int) -> str | None:
