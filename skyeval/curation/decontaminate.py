@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from skyeval.curation.normalize import words
@@ -42,6 +44,7 @@ DEFAULT_MIN_OVERLAP = 0.25
 DEFAULT_MAX_SHARE = 10
 MIN_MASKED_WORDS = 6
 TRAINING_ENVS = ("numina",)  # data-generation sources, never benchmarks to decontaminate against
+_NUMBER = re.compile(r"\b\d+\b")
 _PRIME = 0x9E3779B97F4A7C15  # odd 64-bit multiplier of the n-gram hash
 
 
@@ -79,6 +82,9 @@ class BenchmarkIndex:
     problems: dict[str, int] = field(default_factory=dict)  # benchmark -> problem count
     not_checked: dict[str, str] = field(default_factory=dict)  # benchmark -> why
 
+    def __post_init__(self) -> None:
+        self.masked_lengths = {key.count(" ") + 1 for key in self.masked}  # word counts worth a lookup
+
     @classmethod
     def build(cls, benchmarks: dict[str, Iterable[tuple[str, str]]], *, n: int = DEFAULT_N,
               min_overlap: float = DEFAULT_MIN_OVERLAP, max_share: int = DEFAULT_MAX_SHARE,
@@ -105,7 +111,7 @@ class BenchmarkIndex:
                 ws = words(text)
                 exact.setdefault(" ".join(ws), []).append(index)
                 if len(ws) >= MIN_MASKED_WORDS:
-                    masked.setdefault(_masked(ws), []).append(index)
+                    masked.setdefault(_masked(" ".join(ws)), []).append(index)
                 token_ids = np.array([vocab.setdefault(w, len(vocab)) for w in ws], dtype=np.int64)
                 grams = np.unique(ngram_hashes(token_ids, n)[0])
                 hashes.append(grams)
@@ -154,20 +160,21 @@ class BenchmarkIndex:
         found: list[list[Match]] = [[] for _ in texts]
         exact_seen: set[tuple[int, int]] = set()
         for row, name, ws in segments:
-            same = self.exact.get(" ".join(ws))
-            kind = "exact" if same else "near"
-            for problem in same or self.masked.get(_masked(ws), ()):
+            text = " ".join(ws)
+            same = self.exact.get(text)
+            if not same and len(ws) in self.masked_lengths:
+                same, kind = self.masked.get(_masked(text), ()), "near"
+            else:
+                kind = "exact"
+            for problem in same or ():
                 exact_seen.add((row, problem))
                 found[row].append(self._match(problem, kind, name, _first_gram(ws, self.n), 1.0))
         if not len(self.keys):
             return found
-        get = self.vocab.get
-        flat, offsets = [], [0]
-        for _, _, ws in segments:
-            flat.extend([get(w, -1) for w in ws])
-            flat.append(-1)  # a separator: no n-gram spans two segments
-            offsets.append(len(flat))
-        hashes, valid = ngram_hashes(np.array(flat, dtype=np.int64), self.n)
+        offsets = np.cumsum([0] + [len(ws) + 1 for _, _, ws in segments])
+        separated = chain.from_iterable(chain(ws, ("",)) for _, _, ws in segments)  # "": no n-gram spans two
+        flat = np.fromiter(map(self.vocab.get, separated, repeat(-1)), dtype=np.int64, count=int(offsets[-1]))
+        hashes, valid = ngram_hashes(flat, self.n)
         positions = np.flatnonzero(valid)
         slots = np.searchsorted(self.keys, hashes[positions])
         slots[slots == len(self.keys)] = 0
@@ -175,7 +182,7 @@ class BenchmarkIndex:
         positions, slots = positions[hit], slots[hit]
         if not len(positions):
             return found
-        segment_of = np.searchsorted(np.array(offsets), positions, side="right") - 1
+        segment_of = np.searchsorted(offsets, positions, side="right") - 1
         for segment in np.unique(segment_of):
             mine = segment_of == segment
             row, name, ws = segments[segment]
@@ -257,8 +264,9 @@ def field_text(value: Any) -> str:
     return str(value)
 
 
-def _masked(ws: list[str]) -> str:
-    return " ".join("#" if w.isdigit() else w for w in ws)
+def _masked(text: str) -> str:
+    """A normalized text with every number as "#"."""
+    return _NUMBER.sub("#", text)
 
 
 def _first_gram(ws: list[str], n: int) -> str | None:
@@ -321,7 +329,6 @@ def decontaminate(source: str | os.PathLike, out_dir: str | os.PathLike | None, 
     import time
     from collections import Counter
     from dataclasses import asdict
-    from itertools import chain
     from pathlib import Path
 
     from skyeval.curation.streams import RowWriter, as_dict, default_fields, read_chunks

@@ -14,14 +14,20 @@ import re
 _LABEL = re.compile(
     r"^\s*(?:(?:problem|question|exercise|example|task|q)\s*#?\s*\d+[a-z]?\s*[.:)]?|\(?\d+[.)])\s+", re.IGNORECASE)
 _LATEX_NOISE = re.compile(r"\\(?:[,;!: ]|q?quad\b|left\b|right\b|displaystyle\b|[()\[\]])")
-_FRAC = re.compile(r"\\[dt]frac\b")
 _WORD = re.compile(r"[^\W_]+")
+# ASCII fast path: bytes.translate maps every non-alphanumeric ASCII byte to a space; the
+# words are then those of the regex (on ASCII text the two agree)
+_ASCII_SPACES = bytes(c if chr(c).isalnum() else 32 for c in range(128)) + bytes(range(128, 256))
 
 
 def words(text: str) -> list[str]:
     """The normalized words of a text."""
-    text = _LABEL.sub("", text, count=1).lower()
-    return _WORD.findall(_FRAC.sub(r"\\frac", _LATEX_NOISE.sub(" ", text)))
+    text = _LATEX_NOISE.sub(" ", _LABEL.sub("", text, count=1).lower())
+    if "frac" in text:
+        text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    if text.isascii():
+        return text.encode().translate(_ASCII_SPACES).decode().split()
+    return _WORD.findall(text)
 
 
 def normalize(text: str) -> str:
