@@ -45,7 +45,8 @@ DEFAULT_MAX_SHARE = 10
 MIN_MASKED_WORDS = 6
 TRAINING_ENVS = ("numina",)  # data-generation sources, never benchmarks to decontaminate against
 _NUMBER = re.compile(r"\b\d+\b")
-_PRIME = 0x9E3779B97F4A7C15  # odd 64-bit multiplier of the n-gram hash
+_PRIME = 0x9E3779B97F4A7C15
+_FILTER_BITS = 24  # odd 64-bit multiplier of the n-gram hash
 
 
 class ContaminationIndexError(SkyevalError):
@@ -83,7 +84,13 @@ class BenchmarkIndex:
     not_checked: dict[str, str] = field(default_factory=dict)  # benchmark -> why
 
     def __post_init__(self) -> None:
-        self.masked_lengths = {key.count(" ") + 1 for key in self.masked}  # word counts worth a lookup
+        import numpy as np
+
+        # cheap pre-checks: (word count, first word) pairs worth a masked lookup, and a
+        # presence bitmap of the keys' top bits in front of the binary search
+        self.masked_heads = {(key.count(" ") + 1, key.partition(" ")[0]) for key in self.masked}
+        self.present = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        self.present[self.keys >> np.uint64(64 - _FILTER_BITS)] = True
 
     @classmethod
     def build(cls, benchmarks: dict[str, Iterable[tuple[str, str]]], *, n: int = DEFAULT_N,
@@ -162,7 +169,7 @@ class BenchmarkIndex:
         for row, name, ws in segments:
             text = " ".join(ws)
             same = self.exact.get(text)
-            if not same and len(ws) in self.masked_lengths:
+            if not same and ws and (len(ws), "#" if ws[0].isdigit() else ws[0]) in self.masked_heads:
                 same, kind = self.masked.get(_masked(text), ()), "near"
             else:
                 kind = "exact"
@@ -176,6 +183,7 @@ class BenchmarkIndex:
         flat = np.fromiter(map(self.vocab.get, separated, repeat(-1)), dtype=np.int64, count=int(offsets[-1]))
         hashes, valid = ngram_hashes(flat, self.n)
         positions = np.flatnonzero(valid)
+        positions = positions[self.present[hashes[positions] >> np.uint64(64 - _FILTER_BITS)]]
         slots = np.searchsorted(self.keys, hashes[positions])
         slots[slots == len(self.keys)] = 0
         hit = self.keys[slots] == hashes[positions]

@@ -3,7 +3,8 @@
 `normalize` lowercases, drops a leading "Problem 3." style label, LaTeX spacing
 (`\\,` `\\;` `\\!` `\\:` `\\quad` `\\qquad`), `\\left`/`\\right`, `\\displaystyle`, math
 delimiters (`$`, `\\(`, `\\)`, `\\[`, `\\]`), `\\dfrac`/`\\tfrac` (as `\\frac`) and all
-punctuation, and keeps the words (runs of letters and digits) joined by one space. Two
+ASCII punctuation (and common non-ASCII punctuation: quotes, dashes, ×, ≤ ...), and keeps
+the words (runs of letters, digits and other non-ASCII characters) joined by one space. Two
 texts that differ only in those ways normalize to the same string.
 """
 
@@ -14,10 +15,10 @@ import re
 _LABEL = re.compile(
     r"^\s*(?:(?:problem|question|exercise|example|task|q)\s*#?\s*\d+[a-z]?\s*[.:)]?|\(?\d+[.)])\s+", re.IGNORECASE)
 _LATEX_NOISE = re.compile(r"\\(?:[,;!: ]|q?quad\b|left\b|right\b|displaystyle\b|[()\[\]])")
-_WORD = re.compile(r"[^\W_]+")
-# ASCII fast path: bytes.translate maps every non-alphanumeric ASCII byte to a space; the
-# words are then those of the regex (on ASCII text the two agree)
+# bytes.translate maps every non-alphanumeric ASCII byte to a space (non-ASCII bytes stay:
+# letters such as é or 中); common non-ASCII punctuation and math symbols are spaced first
 _ASCII_SPACES = bytes(c if chr(c).isalnum() else 32 for c in range(128)) + bytes(range(128, 256))
+_UNICODE_PUNCTUATION = "\u2019\u2018\u201c\u201d\u2014\u2013\u2026\u00d7\u00b7\u2212\u2022\u2192\u2264\u2265\u00b0\u2032\u00ab\u00bb\u00a0\u2260\u00b1\u00f7\u221a\u2248"
 
 
 def words(text: str) -> list[str]:
@@ -25,9 +26,11 @@ def words(text: str) -> list[str]:
     text = _LATEX_NOISE.sub(" ", _LABEL.sub("", text, count=1).lower())
     if "frac" in text:
         text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    if text.isascii():
-        return text.encode().translate(_ASCII_SPACES).decode().split()
-    return _WORD.findall(text)
+    if not text.isascii():
+        for mark in _UNICODE_PUNCTUATION:
+            if mark in text:
+                text = text.replace(mark, " ")
+    return text.encode().translate(_ASCII_SPACES).decode().split()
 
 
 def normalize(text: str) -> str:
