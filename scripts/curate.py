@@ -32,6 +32,7 @@ from typing import Any
 
 from skyeval.backends.base import SamplingParams, ScalingConfig
 from skyeval.curation import (
+    ReasoningFormat,
     StepLog,
     best_of_n,
     compose_model_config,
@@ -47,6 +48,7 @@ from skyeval.curation import (
     to_dataset,
 )
 from skyeval.errors import SkyevalError
+from skyeval.reasoning import DEFAULT_THINK_TAGS
 from skyeval.results import write_rows
 
 
@@ -68,15 +70,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def sft(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
-    """Samples marked keep (correct and readable) as ShareGPT rows, via `ds.filter`."""
+    """Samples marked keep (correct and readable) as ShareGPT rows, via `ds.filter`; the
+    reasoning kept as `--reasoning` says."""
+    fmt = _reasoning_format(args)
     rows = _with_keep(rows, args.min_readability)
     kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS))).take_all() if rows else []
     log.record("correct+readable", len(rows), len(kept))
-    return sorted((sharegpt_row(r) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
+    return sorted((sharegpt_row(r, fmt) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
 
 
 def pairs(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
-    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc).take_all() if rows else []
+    fmt = _reasoning_format(args)
+    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc,
+                            fmt=fmt).take_all() if rows else []
     questions = len({r["id"] for r in rows})
     log.record("pairs", questions, len(made), unit="questions -> pairs", by_kind=dict(Counter(p["kind"] for p in made)))
     return sorted(made, key=lambda p: (p["id"], p["kind"]))
@@ -102,7 +108,9 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
     log.record("rewrite still correct", len(kept), len(result.kept),
                incorrect=len(result.incorrect), failed=len(result.failed))
     _save_apart(result.incorrect + result.failed, out, "dropped", args.format)
-    return [{**r, **sharegpt_row(r)} for r in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"]))]
+    # a rewrite replaces the whole response: the original reasoning is not kept
+    return [{**r, **sharegpt_row(r, ReasoningFormat("drop"))}
+            for r in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"]))]
 
 
 def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
@@ -152,8 +160,8 @@ def _fields(args: argparse.Namespace) -> list[str] | None:
     return [f for f in args.fields.split(",") if f] if args.fields else None
 
 
-SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "keep")
-PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
+SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "keep")
+PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
             "difficulty": difficulty}
@@ -172,6 +180,14 @@ def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
         return rows
     threshold = 0.5 if min_readability is None else min_readability
     return [{**r, **judge(float(r["score"]), r.get("generation") or "", min_readability=threshold)} for r in rows]
+
+
+def _reasoning_format(args: argparse.Namespace) -> ReasoningFormat:
+    tags = tuple(args.think_tags.split(",")) if args.think_tags else DEFAULT_THINK_TAGS
+    try:
+        return ReasoningFormat(args.reasoning, tags)
+    except (ValueError, SkyevalError) as err:
+        sys.exit(f"curate: {err}")
 
 
 def _model_config(args: argparse.Namespace) -> Any:
@@ -208,6 +224,12 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("sft", "rewrite"):
             cmd.add_argument("--min-readability", type=float, default=None,
                              help="re-judge keep with this threshold (default: the run's keep, else 0.5)")
+        if name in ("sft", "pairs"):
+            cmd.add_argument("--reasoning", choices=("think", "sky_t1", "drop"), default="think",
+                             help="keep the reasoning before the answer in <think> tags (default), in Sky-T1's "
+                                  "markers, or drop it")
+            cmd.add_argument("--think-tags", metavar="OPEN,CLOSE",
+                             help="think block tags, read and written (default <think>,</think>)")
         if name == "pairs":
             cmd.add_argument("--silc", action="store_true", help="also pair short incorrect with longer correct")
         if name == "best-of-n":

@@ -30,7 +30,7 @@ def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return [{**r, **texts.get(key_of(r), {})} for r in folder.records("scores")]
 
 
-_TEXTS = ("prompt", "generation", "reasoning")
+_TEXTS = ("prompt", "generation", "reasoning", "reasoning_content")
 
 
 def load_env(run_dir: str | os.PathLike) -> "Env":
