@@ -13,7 +13,8 @@ to the output, as `<name>.summary.json`) how many rows each step kept.
   python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
 
 Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
-or a JSONL/Parquet file; they write DIR/kept.<format> and report.json.
+or a JSONL/Parquet file; they write DIR/kept.<format>, the dropped rows and report.json.
+Then `sft RUN_DIR --exclude DIR/removed.jsonl` leaves the contaminated samples out.
 
 Output: RUN_DIR/curated/<command>.jsonl unless --out is given; --format parquet for parquet.
 `--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     log = StepLog(args.command, str(run_dir))
     rows = load_scored(run_dir)
     log.record("scored samples", len(rows), len(rows))
+    for path in args.exclude:
+        rows = _exclude(rows, Path(path), log)
     result = COMMANDS[args.command](args, rows, log, out)
     return log.save(result, out, args.format)
 
@@ -182,6 +185,25 @@ def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
     return [{**r, **judge(float(r["score"]), r.get("generation") or "", min_readability=threshold)} for r in rows]
 
 
+def _exclude(rows: list[dict], path: Path, log: StepLog) -> list[dict]:
+    """Drop the samples listed in `path` (decontaminate's removed.jsonl, dedup's
+    duplicates.jsonl: rows with `id` and `sample_idx`; a row without `sample_idx` drops
+    every sample of its problem)."""
+    from skyeval.results import read_jsonl
+
+    if not path.is_file():
+        sys.exit(f"curate: --exclude {path}: no such file")
+    samples, problems = set(), set()
+    for row in read_jsonl(path):
+        if row.get("sample_idx") is None:
+            problems.add(str(row["id"]))
+        else:
+            samples.add((str(row["id"]), int(row["sample_idx"])))
+    kept = [r for r in rows if str(r["id"]) not in problems and (str(r["id"]), int(r["sample_idx"])) not in samples]
+    log.record(f"excluded ({path.name})", len(rows), len(kept))
+    return kept
+
+
 def _reasoning_format(args: argparse.Namespace) -> ReasoningFormat:
     tags = tuple(args.think_tags.split(",")) if args.think_tags else DEFAULT_THINK_TAGS
     try:
@@ -221,6 +243,8 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("run_dir", help="a run folder written by `skyeval.cli evaluate` or `score`")
         cmd.add_argument("--out", help="output file (default RUN_DIR/curated/<command>.<format>)")
         cmd.add_argument("--format", choices=("jsonl", "json", "parquet"), default="jsonl")
+        cmd.add_argument("--exclude", action="append", default=[], metavar="FILE",
+                         help="drop the samples listed in FILE: decontaminate's removed.jsonl, dedup's duplicates.jsonl")
         if name in ("sft", "rewrite"):
             cmd.add_argument("--min-readability", type=float, default=None,
                              help="re-judge keep with this threshold (default: the run's keep, else 0.5)")

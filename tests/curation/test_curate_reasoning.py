@@ -45,8 +45,11 @@ def test_sft_keeps_the_reasoning_by_default(run_dir, ray_session):
     rows = read(run_dir / "curated" / "sft.jsonl")
     assert [r["conversations"][-1]["value"] for r in rows] == [
         "<think>\nAdd them. Then check twice, carefully.\n</think>\n\n\\boxed{2}", "<think>\nAdd.\n</think>\n\n\\boxed{2}"]
-    main(["sft", str(run_dir), "--reasoning", "drop", "--out", str(run_dir / "drop.jsonl")])
-    assert [r["conversations"][-1]["value"] for r in read(run_dir / "drop.jsonl")] == ["\\boxed{2}", "\\boxed{2}"]
+    (run_dir / "removed.jsonl").write_text(json.dumps({"id": "q1", "sample_idx": 1, "contamination": []}) + "\n")
+    summary = main(["sft", str(run_dir), "--reasoning", "drop", "--out", str(run_dir / "drop.jsonl"),
+                    "--exclude", str(run_dir / "removed.jsonl")])
+    assert [r["conversations"][-1]["value"] for r in read(run_dir / "drop.jsonl")] == ["\\boxed{2}"]
+    assert summary["steps"][1] == {"step": "excluded (removed.jsonl)", "rows_in": 3, "rows_kept": 2}
 
 
 def test_pairs_keep_the_reasoning_in_sky_t1_markers(run_dir, ray_session):

@@ -176,3 +176,19 @@ def test_cli_report_only_parquet_and_unknown_benchmark(tmp_path, data_dir):
 
     proc = curate("--against", "amc24", "--report-only")
     assert proc.returncode != 0 and "amc24" in proc.stderr and "amc23" in proc.stderr
+
+
+def test_a_run_folder_is_checked_on_its_prompts(index, tmp_path):
+    """A run folder's generations/ part files; the default field is `prompt` (its user turns),
+    which holds the templated problem: a benchmark problem is found inside it."""
+    problem = problems("aime24")[5]["question"]
+    (tmp_path / "run" / "generations").mkdir(parents=True)
+    with (tmp_path / "run" / "generations" / "part-00000.jsonl").open("w") as fh:
+        for idx, question in enumerate([problem, "How many legs do three spiders have?"]):
+            prompt = [{"role": "system", "content": "Think step by step."},
+                      {"role": "user", "content": f"Return your final response within \\boxed{{}}. {question}"}]
+            fh.write(json.dumps({"id": f"p{idx}", "sample_idx": 0, "prompt": prompt, "generation": "42"}) + "\n")
+    report = decontaminate(tmp_path / "run", tmp_path / "out", index, workers=1)
+    (removed,) = [json.loads(line) for line in (tmp_path / "out" / "removed.jsonl").open()]
+    assert report["fields"] == ["prompt"] and (removed["id"], removed["sample_idx"]) == ("p0", 0)
+    assert removed["contamination"][0]["benchmark"] == "aime24" and removed["contamination"][0]["match"] == "contains"
