@@ -7,8 +7,10 @@ lookups hit the benchmark vocabulary, while no benchmark text is copied), cut to
 1000 has a benchmark problem planted in it, one in 100 is a copy of an earlier row with
 its case changed (an exact duplicate). Then `curate.py decontaminate`'s code runs on it
 (index build included in the time), then `dedup`. Printed: rows/s, wall time, rows
-removed (and whether every planted problem was), and the peak RSS of this process plus
-its worker processes (sampled every 0.2 s). Targets: >= 20,000 rows/s and <= 2 GiB on 2
+removed (and whether every planted problem was), the CPU time used (this process and its
+workers: rows per CPU-second is what an idle machine would give per core, since the load
+of a shared machine stretches wall time), and the peak RSS of this process plus its
+worker processes (sampled every 0.2 s). Targets: >= 20,000 rows/s and <= 2 GiB on 2
 cores. The 1-minute load average is printed before and after (the machine may be shared).
 
     SKYEVAL_DATA_DIR=../shared/data python scripts/bench_decontaminate.py [--rows 1000000]
@@ -67,19 +69,24 @@ def sentences() -> list[str]:
     return [s.strip() for t in texts for s in re.split(r"(?<=[.!?])\s+", t) if 20 <= len(s.strip()) <= 400]
 
 
-def make_rows(path: Path, count: int, seed: int = 0) -> tuple[int, int]:
-    """Write the input; returns (planted benchmark problems, planted exact duplicates)."""
+def make_rows(path: Path, count: int, seed: int = 0) -> tuple[set[int], int]:
+    """Write the input; returns (ids of the rows holding a planted benchmark problem,
+    planted exact duplicates)."""
     from skyeval.envs.registry import SkyEnvBuilder
 
     rng = random.Random(seed)
     pool = sentences()
     problems = [p["question"] for p in SkyEnvBuilder.build("math500").iter_problems()]
-    planted = dups = 0
-    recent: list[str] = []
+    planted: set[int] = set()
+    dups = 0
+    recent: list[tuple[str, bool]] = []
     with path.open("w", encoding="utf-8") as fh:
         for i in range(count):
             if i % 100 == 99 and recent:
-                text, dups = rng.choice(recent).upper(), dups + 1
+                text, contaminated = rng.choice(recent)
+                text, dups = text.upper(), dups + 1
+                if contaminated:
+                    planted.add(i)
             else:
                 parts, size = [], 0
                 while size < 1000:
@@ -87,8 +94,9 @@ def make_rows(path: Path, count: int, seed: int = 0) -> tuple[int, int]:
                     size += len(parts[-1]) + 1
                 text = " ".join(parts)[:1000]
                 if i % 1000 == 500:
-                    text, planted = f"{text[:300]} {rng.choice(problems)}", planted + 1
-                recent = (recent + [text])[-50:]
+                    text = f"{text[:300]} {rng.choice(problems)}"
+                    planted.add(i)
+                recent = (recent + [(text, i in planted)])[-50:]
             fh.write(json.dumps({"id": i, "problem": text}) + "\n")
     return planted, dups
 
@@ -107,29 +115,42 @@ def main() -> None:
         source = Path(tmp) / "rows.jsonl"
         started = time.perf_counter()
         planted, dups = make_rows(source, args.rows)
-        print(f"input: {args.rows} rows, {source.stat().st_size / 1e9:.2f} GB ({planted} planted problems, "
+        print(f"input: {args.rows} rows, {source.stat().st_size / 1e9:.2f} GB ({len(planted)} rows with a planted problem, "
               f"{dups} exact duplicates), written in {time.perf_counter() - started:.0f} s (untimed)")
         print(f"cores {os.cpu_count()}, load average before {os.getloadavg()[0]:.1f}")
 
+        names = [n for n in MATH_AND_CODE if _readable(n)]
         with PeakRSS() as rss:
-            started = time.perf_counter()
-            index = BenchmarkIndex.from_envs([n for n in MATH_AND_CODE if _readable(n)])
+            cpu, started = _cpu_seconds(), time.perf_counter()
+            index = BenchmarkIndex.from_envs(names)
             built = time.perf_counter() - started
             report = decontaminate(source, Path(tmp) / "decon", index, workers=args.workers)
-            wall = time.perf_counter() - started
+            wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
         print(report_table(report))
-        print(f"decontaminate: {args.rows} rows in {wall:.1f} s (index {built:.1f} s) = "
-              f"{args.rows / wall:,.0f} rows/s (target >= 20,000); streaming alone {report['rows_per_second']:,} rows/s; "
-              f"peak RSS {rss.peak / 2**30:.2f} GiB (target <= 2); planted {planted}, removed {report['removed']}")
+        removed = {json.loads(line)["id"] for line in (Path(tmp) / "decon" / "removed.jsonl").open()}
+        print(f"index: {report['index']['ngrams']:,} distinctive n-grams of {sum(report['index']['problems'].values())} "
+              f"problems; rows with a planted problem found {len(planted & removed)} of {len(planted)}, "
+              f"other rows removed {len(removed - planted)}")
+        print(f"decontaminate: {args.rows:,} rows in {wall:.1f} s wall (index {built:.1f} s) = {args.rows / wall:,.0f} "
+              f"rows/s (target >= 20,000); CPU {cpu:.0f} s = {args.rows / cpu:,.0f} rows per CPU-second, "
+              f"{2 * args.rows / cpu:,.0f} rows/s on 2 idle cores; peak RSS {rss.peak / 2**30:.2f} GiB (target <= 2)")
         if not args.skip_dedup:
             with PeakRSS() as rss:
-                started = time.perf_counter()
+                cpu, started = _cpu_seconds(), time.perf_counter()
                 dd = dedup(Path(tmp) / "decon" / "kept.jsonl", Path(tmp) / "dedup", workers=args.workers)
-                wall = time.perf_counter() - started
-            print(f"dedup: {dd['rows_in']} rows in {wall:.1f} s = {dd['rows_in'] / wall:,.0f} rows/s; "
-                  f"exact {dd['exact_duplicates']} (planted {dups}), near {dd['near_duplicates']}; "
-                  f"peak RSS {rss.peak / 2**30:.2f} GiB")
+                wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+            print(f"dedup: {dd['rows_in']:,} rows in {wall:.1f} s wall = {dd['rows_in'] / wall:,.0f} rows/s; CPU {cpu:.0f} s "
+                  f"= {dd['rows_in'] / cpu:,.0f} rows per CPU-second; exact {dd['exact_duplicates']} (planted {dups}), "
+                  f"near {dd['near_duplicates']}; peak RSS {rss.peak / 2**30:.2f} GiB")
         print(f"load average after {os.getloadavg()[0]:.1f}")
+
+
+def _cpu_seconds() -> float:
+    """User + system time of this process and its finished children (the worker pools)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _readable(name: str) -> bool:

@@ -7,8 +7,8 @@
 The first row of each cluster is kept; a later row goes to `duplicates` with
 `duplicate_of` (the input position of the kept row) and `match` (exact | near). Only kept
 rows enter the LSH, so a cluster is named by its first row. MinHash signatures are
-computed in worker processes (vectorized, datasketch's own permutations), the LSH lives
-in this process.
+computed in worker processes (vectorized over blocks of rows, datasketch's own
+permutations), the LSH lives in this process.
 """
 
 from __future__ import annotations
@@ -38,21 +38,49 @@ class DedupConfig:
 
 
 def signatures(texts: list[str], config: DedupConfig) -> tuple[list[str], "np.ndarray"]:
-    """(normalized texts, MinHash hash values: one row of `num_perm` uint64 per text)."""
+    """(normalized texts, MinHash hash values: one row of `num_perm` uint32 per text).
+
+    A shingle's hash combines its words' CRC32s; each permutation is datasketch's own
+    (`fmix(h) * a + b`, uint32), applied to a block of rows at once."""
     import numpy as np
     from datasketch import MinHash
     from datasketch.minhash import _fmix
 
     a, b = MinHash(config.num_perm, seed=config.seed, scheme=SCHEME).permutations
-    normalized, out = [], np.full((len(texts), config.num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
-    for i, text in enumerate(texts):
+    k = config.shingle
+    normalized, vocab, ids, lengths = [], {}, [], []
+    for text in texts:
         ws = words(text)
         normalized.append(" ".join(ws))
-        grams = {" ".join(ws[j:j + config.shingle]) for j in range(max(1, len(ws) - config.shingle + 1))}
-        hv = np.fromiter((zlib.crc32(g.encode()) for g in grams), dtype=np.uint32, count=len(grams))
-        if len(hv):
-            out[i] = (_fmix(hv, 32)[:, None] * a + b).min(axis=0)
+        ids.extend([vocab.setdefault(w, len(vocab)) for w in ws])
+        lengths.append(len(ws))
+    word_hashes = np.fromiter((zlib.crc32(w.encode()) for w in vocab), dtype=np.uint32, count=len(vocab))
+    hashes = word_hashes[np.array(ids, dtype=np.int64)]
+    out = np.full((len(texts), config.num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    with np.errstate(over="ignore"):
+        shingles = np.zeros(max(len(hashes) - k + 1, 0), dtype=np.uint32)
+        for j in range(k):  # the shingle starting at each word (windows across rows are not used)
+            shingles = shingles * np.uint32(0x01000193) + hashes[j:len(hashes) - k + 1 + j]
+        for first in range(0, len(texts), _BLOCK_ROWS):
+            rows = range(first, min(first + _BLOCK_ROWS, len(texts)))
+            segments = [(starts[r], starts[r] + max(lengths[r] - k + 1, 0)) for r in rows]
+            full = [r for r, (lo, hi) in zip(rows, segments) if hi > lo]
+            if full:
+                take = np.concatenate([np.arange(*segments[r - first]) for r in full])
+                values = a[:, None] * _fmix(shingles[take], 32)[None, :] + b[:, None]  # permutations x shingles
+                bounds = np.cumsum([0] + [segments[r - first][1] - segments[r - first][0] for r in full])[:-1]
+                out[full] = np.minimum.reduceat(values, bounds, axis=1).T
+            for r in rows:  # shorter than a shingle: the words' hash as one shingle
+                if 0 < lengths[r] < k:
+                    h = np.uint32(0)
+                    for value in hashes[starts[r]:starts[r + 1]]:
+                        h = h * np.uint32(0x01000193) + value
+                    out[r] = _fmix(np.array([h], dtype=np.uint32), 32) * a + b
     return normalized, out
+
+
+_BLOCK_ROWS = 200  # rows whose shingles x permutations are one array (~20 MB for 1 KB rows)
 
 
 def _chunk_signatures(rows: list[Any], field: str, config: DedupConfig) -> tuple[list[str], "np.ndarray"]:
@@ -107,6 +135,7 @@ def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str |
     first = next(chunks, [])
     field = field or (default_fields(first[0])[0] if first else "problem")
     lsh = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm)
+    permutations = MinHash(config.num_perm, seed=config.seed, scheme=SCHEME).permutations  # once, not per row
     seen: dict[bytes, int] = {}
     out = Path(out_dir)
     position = exact = near = 0
@@ -119,7 +148,8 @@ def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str |
                 digest = hashlib.blake2b(text.encode(), digest_size=12).digest()
                 original, kind = seen.get(digest), "exact"
                 if original is None:
-                    minhash = MinHash(config.num_perm, seed=config.seed, hashvalues=hv, scheme=SCHEME)
+                    minhash = MinHash(config.num_perm, seed=config.seed, hashvalues=hv, permutations=permutations,
+                                      scheme=SCHEME)
                     candidates = lsh.query(minhash)
                     if candidates:
                         original, kind = min(candidates), "near"
