@@ -1,7 +1,8 @@
 """Turn a scored run folder into a training dataset. Each command prints and saves (next
 to the output, as `<name>.summary.json`) how many rows each step kept.
 
-  python scripts/curate.py sft RUN_DIR          correct + readable samples -> ShareGPT SFT rows
+  python scripts/curate.py sft RUN_DIR          correct + readable samples -> ShareGPT SFT rows (decontaminate first;
+                                                reasoning kept: --reasoning think|sky_t1|drop)
   python scripts/curate.py pairs RUN_DIR        preference pairs (--silc adds short-incorrect/long-correct)
   python scripts/curate.py best-of-n RUN_DIR    per-question mean/max/majority/pass@k (--ks 1,4)
   python scripts/curate.py rewrite RUN_DIR --model openai --set model_source=gpt-4o-mini
