@@ -14,9 +14,10 @@ A row matches a benchmark problem when
   holds all of them (the problem plus a prefix or suffix sentence, say), else `"near"`
   (a changed number, an edited sentence).
 
-Distinctive n-grams: an n-gram shared by more than `max_share` (default 10) benchmark
-problems is boilerplate ("Return your final answer within \\boxed{}", MBPP's "You are an
-expert Python programmer") and is left out of the index, so it flags nothing alone.
+Distinctive n-grams: an n-gram of numbers alone is left out, and so is one shared by
+more than `max_share` (default 10) benchmark problems: it is boilerplate ("Return your
+final answer within \\boxed{}", MBPP's "You are an expert Python programmer"). Neither is
+indexed, so neither flags anything alone.
 Problems shorter than n words have no n-grams and match only exactly.
 
 Word n-grams are hashed to uint64 (word ids from the benchmark vocabulary, combined
@@ -120,7 +121,10 @@ class BenchmarkIndex:
                 if len(ws) >= MIN_MASKED_WORDS:
                     masked.setdefault(_masked(" ".join(ws)), []).append(index)
                 token_ids = np.array([vocab.setdefault(w, len(vocab)) for w in ws], dtype=np.int64)
-                grams = np.unique(ngram_hashes(token_ids, n)[0])
+                grams, _ = ngram_hashes(token_ids, n)
+                # n-grams of numbers alone ("1 2 3 4 5 6 7 8") are no evidence of a copy
+                _, numeric = ngram_hashes(np.array([0 if w.isdigit() else -1 for w in ws], dtype=np.int64), n)
+                grams = np.unique(grams[~numeric])
                 hashes.append(grams)
                 owners.append(np.full(len(grams), index, dtype=np.int32))
         all_hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)

@@ -129,19 +129,22 @@ def test_boilerplate_and_short_shared_phrases_do_not_match():
         *[(f"b{i}", f"Return your final answer within the box below please. Compute {i} squared plus {i}.")
           for i in range(20)],
         ("short", "What is 2 + 3?"),
+        ("count", "Sum the list 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 of integers."),
         ("long", " ".join(f"word{i}" for i in range(60))),
     ]})
     rows = [[("t", "Return your final answer within the box below please. Compute the area of a circle.")],
             [("t", "what is 2 + 3 ?")],
             [("t", "what is 2 + 4?")],
             [("t", " ".join(f"word{i}" for i in range(10)) + " and then something else entirely")],
-            [("t", " ".join(f"word{i}" for i in range(22)) + " and more")]]
+            [("t", " ".join(f"word{i}" for i in range(22)) + " and more")],
+            [("t", "Options: 1 2 3 4 5 6 7 8 9 10 11 12, pick one.")]]
     found = index.check(rows)
     assert found[0] == []  # boilerplate shared by 20 problems is not in the index
     assert [m.match for m in found[1]] == ["exact"]
     assert found[2] == []  # a short problem matches only exactly
     assert found[3] == []  # 3 of 53 n-grams: below min_overlap
     assert [(m.problem_id, m.match) for m in found[4]] == [("long", "near")]  # 15 of 53 >= 25%
+    assert found[5] == []  # n-grams of numbers alone are not indexed
 
 
 def test_default_benchmarks_are_the_evaluation_envs(data_dir):
