@@ -1,14 +1,17 @@
 """Deduplication of training rows, streamed: exact and near duplicates (docs/curation.md).
 
 - exact: the same normalized text (`skyeval.curation.normalize`) as an earlier row;
-- near: a MinHash LSH candidate (`datasketch.MinHashLSH`, default threshold 0.8, 128
-  permutations) over word `shingle`-grams (default 3) of the normalized text.
+- near: a MinHash LSH candidate (datasketch's MinHash permutations and its choice of
+  bands x rows for the threshold: default 0.8 with 128 permutations gives 9 x 13) over word
+  `shingle`-grams (default 3) of the normalized text: a row whose key in any band equals
+  a kept row's.
 
 The first row of each cluster is kept; a later row goes to `duplicates` with
 `duplicate_of` (the input position of the kept row) and `match` (exact | near). Only kept
-rows enter the LSH, so a cluster is named by its first row. MinHash signatures are
-computed in worker processes (vectorized over blocks of rows, datasketch's own
-permutations), the LSH lives in this process.
+rows enter the index, so a cluster is named by its first row. Signatures and band keys
+are computed in worker processes (vectorized over blocks of rows); this process keeps
+one dict of band key -> first row (one uint64 per band, ~1 GB for 1M rows, where
+`datasketch.MinHashLSH`'s own storage took 3.9 GB).
 """
 
 from __future__ import annotations
@@ -83,20 +86,40 @@ def signatures(texts: list[str], config: DedupConfig) -> tuple[list[str], "np.nd
 _BLOCK_ROWS = 200  # rows whose shingles x permutations are one array (~20 MB for 1 KB rows)
 
 
-def _chunk_signatures(rows: list[Any], field: str, config: DedupConfig) -> tuple[list[str], "np.ndarray"]:
+def band_keys(hashvalues: "np.ndarray", bands: int, rows: int) -> "np.ndarray":
+    """One uint64 key per LSH band of each signature (band index folded in): two texts are
+    candidates when any key is equal."""
+    import numpy as np
+
+    keys = np.zeros((len(hashvalues), bands), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for band in range(bands):
+            h = np.full(len(hashvalues), band + 1, dtype=np.uint64)
+            for j in range(band * rows, (band + 1) * rows):
+                h = h * np.uint64(0x100000001B3) + hashvalues[:, j].astype(np.uint64)
+            keys[:, band] = h
+    return keys
+
+
+def _chunk_keys(rows: list[Any], field: str, config: DedupConfig, bands: int, band_rows: int) -> tuple[list[bytes], list[list[int]]]:
+    """(digest of each normalized text, its band keys) for a chunk, in a worker."""
+    import hashlib
+
     from skyeval.curation.decontaminate import field_text
     from skyeval.curation.streams import as_dict
 
-    return signatures([field_text(as_dict(r).get(field)) for r in rows], config)
+    normalized, hashvalues = signatures([field_text(as_dict(r).get(field)) for r in rows], config)
+    digests = [hashlib.blake2b(t.encode(), digest_size=12).digest() for t in normalized]
+    return digests, band_keys(hashvalues, bands, band_rows).tolist()
 
 
-def stream_signatures(chunks: Iterator[list[Any]], field: str, config: DedupConfig,
-                      workers: int = 0) -> Iterator[tuple[list[Any], tuple[list[str], "np.ndarray"]]]:
-    """(chunk, its signatures) in input order, computed on `workers` processes."""
+def stream_keys(chunks: Iterator[list[Any]], field: str, config: DedupConfig, bands: int, band_rows: int,
+                workers: int = 0) -> Iterator[tuple[list[Any], tuple[list[bytes], list[list[int]]]]]:
+    """(chunk, its digests and band keys) in input order, computed on `workers` processes."""
     workers = workers or os.cpu_count() or 1
     if workers == 1:
         for chunk in chunks:
-            yield chunk, _chunk_signatures(chunk, field, config)
+            yield chunk, _chunk_keys(chunk, field, config, bands, band_rows)
         return
     import multiprocessing
     from collections import deque
@@ -105,7 +128,7 @@ def stream_signatures(chunks: Iterator[list[Any]], field: str, config: DedupConf
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque = deque()
         for chunk in chunks:
-            pending.append((chunk, pool.submit(_chunk_signatures, chunk, field, config)))
+            pending.append((chunk, pool.submit(_chunk_keys, chunk, field, config, bands, band_rows)))
             if len(pending) >= 2 * workers:
                 done, future = pending.popleft()
                 yield done, future.result()
@@ -119,12 +142,11 @@ def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str |
           chunk_rows: int = 2000) -> dict[str, Any]:
     """Stream `source` into `out_dir/kept.<format>` and `out_dir/duplicates.<format>`, and
     write `out_dir/report.json` (rows in, kept, exact and near duplicates, clusters)."""
-    import hashlib
     import time
     from itertools import chain
     from pathlib import Path
 
-    from datasketch import MinHash, MinHashLSH
+    from datasketch import MinHashLSH
 
     from skyeval.curation.streams import RowWriter, as_dict, default_fields, read_chunks
     from skyeval.results import write_json
@@ -134,28 +156,26 @@ def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str |
     chunks = read_chunks(source, chunk_rows)
     first = next(chunks, [])
     field = field or (default_fields(first[0])[0] if first else "problem")
-    lsh = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm)
-    permutations = MinHash(config.num_perm, seed=config.seed, scheme=SCHEME).permutations  # once, not per row
-    seen: dict[bytes, int] = {}
+    tuned = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm)  # datasketch's (bands, rows) choice
+    seen: dict[bytes, int] = {}  # digest of a kept text -> its position
+    buckets: dict[int, int] = {}  # band key of a kept row -> its position
     out = Path(out_dir)
     position = exact = near = 0
     clusters: set[int] = set()
     with RowWriter(out / f"kept.{format}", format) as kept, RowWriter(out / f"duplicates.{format}", format) as dups:
-        for chunk, (normalized, hashvalues) in stream_signatures(chain([first], chunks) if first else iter(()),
-                                                                 field, config, workers):
+        for chunk, (digests, keys) in stream_keys(chain([first], chunks) if first else iter(()), field, config,
+                                                  tuned.b, tuned.r, workers):
             keep, duplicates = [], []
-            for row, text, hv in zip(chunk, normalized, hashvalues):
-                digest = hashlib.blake2b(text.encode(), digest_size=12).digest()
+            for row, digest, row_keys in zip(chunk, digests, keys):
                 original, kind = seen.get(digest), "exact"
                 if original is None:
-                    minhash = MinHash(config.num_perm, seed=config.seed, hashvalues=hv, permutations=permutations,
-                                      scheme=SCHEME)
-                    candidates = lsh.query(minhash)
+                    candidates = [buckets[k] for k in row_keys if k in buckets]
                     if candidates:
                         original, kind = min(candidates), "near"
                     else:
                         seen[digest] = position
-                        lsh.insert(position, minhash, check_duplication=False)
+                        for k in row_keys:
+                            buckets[k] = position
                 if original is None:
                     keep.append(row)
                 else:
