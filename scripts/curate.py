@@ -1,13 +1,21 @@
 """Turn a scored run folder into a training dataset. Each command prints and saves (next
 to the output, as `<name>.summary.json`) how many rows each step kept.
 
-  python scripts/curate.py sft RUN_DIR          correct + readable samples -> ShareGPT SFT rows
+  python scripts/curate.py sft RUN_DIR          correct + readable samples -> ShareGPT SFT rows (decontaminate first;
+                                                reasoning kept: --reasoning think|sky_t1|drop)
   python scripts/curate.py pairs RUN_DIR        preference pairs (--silc adds short-incorrect/long-correct)
   python scripts/curate.py best-of-n RUN_DIR    per-question mean/max/majority/pass@k (--ks 1,4)
   python scripts/curate.py rewrite RUN_DIR --model openai --set model_source=gpt-4o-mini
                                                 rewrite kept samples, keep rewrites still correct
   python scripts/curate.py difficulty RUN_DIR --model openai --set model_source=gpt-4o-mini
                                                 1-10 difficulty label per problem (parse failures apart)
+  python scripts/curate.py decontaminate INPUT --out DIR [--against aime24,math500] [--report-only]
+                                                drop rows that contain a benchmark problem
+  python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
+
+Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
+or a JSONL/Parquet file; they write DIR/kept.<format>, the dropped rows and report.json.
+Then `sft RUN_DIR --exclude DIR/removed.jsonl` leaves the contaminated samples out.
 
 Output: RUN_DIR/curated/<command>.jsonl unless --out is given; --format parquet for parquet.
 `--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
@@ -26,6 +34,7 @@ from typing import Any
 
 from skyeval.backends.base import SamplingParams, ScalingConfig
 from skyeval.curation import (
+    ReasoningFormat,
     StepLog,
     best_of_n,
     compose_model_config,
@@ -41,31 +50,43 @@ from skyeval.curation import (
     to_dataset,
 )
 from skyeval.errors import SkyevalError
+from skyeval.reasoning import DEFAULT_THINK_TAGS
 from skyeval.results import write_rows
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command in STREAM_COMMANDS:
+        try:
+            return STREAM_COMMANDS[args.command](args)
+        except SkyevalError as err:
+            sys.exit(f"curate: {err}")
     run_dir = Path(args.run_dir)
     out = Path(args.out) if args.out else run_dir / "curated" / f"{args.command}.{args.format}"
     log = StepLog(args.command, str(run_dir))
     rows = load_scored(run_dir)
     log.record("scored samples", len(rows), len(rows))
+    for path in args.exclude:
+        rows = _exclude(rows, Path(path), log)
     result = COMMANDS[args.command](args, rows, log, out)
     return log.save(result, out, args.format)
 
 
 def sft(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
-    """Samples marked keep (correct and readable) as ShareGPT rows, via `ds.filter`."""
+    """Samples marked keep (correct and readable) as ShareGPT rows, via `ds.filter`; the
+    reasoning kept as `--reasoning` says."""
+    fmt = _reasoning_format(args)
     rows = _with_keep(rows, args.min_readability)
     kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS))).take_all() if rows else []
     log.record("correct+readable", len(rows), len(kept))
-    return sorted((sharegpt_row(r) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
+    return sorted((sharegpt_row(r, fmt) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
 
 
 def pairs(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
-    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc).take_all() if rows else []
+    fmt = _reasoning_format(args)
+    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc,
+                            fmt=fmt).take_all() if rows else []
     questions = len({r["id"] for r in rows})
     log.record("pairs", questions, len(made), unit="questions -> pairs", by_kind=dict(Counter(p["kind"] for p in made)))
     return sorted(made, key=lambda p: (p["id"], p["kind"]))
@@ -91,7 +112,9 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
     log.record("rewrite still correct", len(kept), len(result.kept),
                incorrect=len(result.incorrect), failed=len(result.failed))
     _save_apart(result.incorrect + result.failed, out, "dropped", args.format)
-    return [{**r, **sharegpt_row(r)} for r in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"]))]
+    # a rewrite replaces the whole response: the original reasoning is not kept
+    return [{**r, **sharegpt_row(r, ReasoningFormat("drop"))}
+            for r in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"]))]
 
 
 def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
@@ -105,11 +128,48 @@ def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Pa
     return sorted(result.labeled, key=lambda r: r["id"])
 
 
-SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "keep")
-PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
+def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Rows that contain a benchmark problem go to removed.*, the others to kept.*."""
+    from skyeval.curation.decontaminate import BenchmarkIndex, decontaminate, report_table
+
+    if not args.report_only and not args.out:
+        sys.exit("curate: decontaminate needs --out DIR (or --report-only)")
+    against = args.against.split(",") if args.against else None
+    index = BenchmarkIndex.from_envs(against, data_dir=args.data_dir, n=args.ngram, min_overlap=args.min_overlap)
+    out = None if args.report_only else args.out
+    report = decontaminate(args.run_dir, out, index, fields=_fields(args), format=args.format, workers=args.workers)
+    if args.report_only and args.out:
+        from skyeval.results import write_json
+
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_json(Path(args.out) / "report.json", report)
+    print(report_table(report))
+    return report
+
+
+def dedup_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Exact and near duplicates go to duplicates.*, the first of each cluster to kept.*."""
+    from skyeval.curation.dedup import DedupConfig, dedup
+
+    config = DedupConfig(threshold=args.threshold, num_perm=args.num_perm, shingle=args.shingle)
+    fields = _fields(args)
+    report = dedup(args.run_dir, args.out, field=fields[0] if fields else None, config=config,
+                   format=args.format, workers=args.workers)
+    print(f"rows in {report['rows_in']}, kept {report['kept']}, exact duplicates {report['exact_duplicates']}, "
+          f"near duplicates {report['near_duplicates']} (in {report['clusters_with_duplicates']} clusters)")
+    return report
+
+
+def _fields(args: argparse.Namespace) -> list[str] | None:
+    return [f for f in args.fields.split(",") if f] if args.fields else None
+
+
+SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "keep")
+PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
             "difficulty": difficulty}
+STREAM_COMMANDS = {"decontaminate": decontaminate_command, "dedup": dedup_command}
 
 
 def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
@@ -124,6 +184,33 @@ def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
         return rows
     threshold = 0.5 if min_readability is None else min_readability
     return [{**r, **judge(float(r["score"]), r.get("generation") or "", min_readability=threshold)} for r in rows]
+
+
+def _exclude(rows: list[dict], path: Path, log: StepLog) -> list[dict]:
+    """Drop the samples listed in `path` (decontaminate's removed.jsonl, dedup's
+    duplicates.jsonl: rows with `id` and `sample_idx`; a row without `sample_idx` drops
+    every sample of its problem)."""
+    from skyeval.results import read_jsonl
+
+    if not path.is_file():
+        sys.exit(f"curate: --exclude {path}: no such file")
+    samples, problems = set(), set()
+    for row in read_jsonl(path):
+        if row.get("sample_idx") is None:
+            problems.add(str(row["id"]))
+        else:
+            samples.add((str(row["id"]), int(row["sample_idx"])))
+    kept = [r for r in rows if str(r["id"]) not in problems and (str(r["id"]), int(r["sample_idx"])) not in samples]
+    log.record(f"excluded ({path.name})", len(rows), len(kept))
+    return kept
+
+
+def _reasoning_format(args: argparse.Namespace) -> ReasoningFormat:
+    tags = tuple(args.think_tags.split(",")) if args.think_tags else DEFAULT_THINK_TAGS
+    try:
+        return ReasoningFormat(args.reasoning, tags)
+    except (ValueError, SkyevalError) as err:
+        sys.exit(f"curate: {err}")
 
 
 def _model_config(args: argparse.Namespace) -> Any:
@@ -157,9 +244,17 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("run_dir", help="a run folder written by `skyeval.cli evaluate` or `score`")
         cmd.add_argument("--out", help="output file (default RUN_DIR/curated/<command>.<format>)")
         cmd.add_argument("--format", choices=("jsonl", "json", "parquet"), default="jsonl")
+        cmd.add_argument("--exclude", action="append", default=[], metavar="FILE",
+                         help="drop the samples listed in FILE: decontaminate's removed.jsonl, dedup's duplicates.jsonl")
         if name in ("sft", "rewrite"):
             cmd.add_argument("--min-readability", type=float, default=None,
                              help="re-judge keep with this threshold (default: the run's keep, else 0.5)")
+        if name in ("sft", "pairs"):
+            cmd.add_argument("--reasoning", choices=("think", "sky_t1", "drop"), default="think",
+                             help="keep the reasoning before the answer in <think> tags (default), in Sky-T1's "
+                                  "markers, or drop it")
+            cmd.add_argument("--think-tags", metavar="OPEN,CLOSE",
+                             help="think block tags, read and written (default <think>,</think>)")
         if name == "pairs":
             cmd.add_argument("--silc", action="store_true", help="also pair short incorrect with longer correct")
         if name == "best-of-n":
@@ -170,6 +265,26 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--temperature", type=float, default=0.0)
             cmd.add_argument("--max-tokens", type=int, default=4096)
             cmd.add_argument("--concurrency", type=int, default=64)
+    for name in STREAM_COMMANDS:
+        cmd = sub.add_parser(name)
+        cmd.add_argument("run_dir", metavar="INPUT", help="a run folder, or a JSONL or Parquet file of rows")
+        cmd.add_argument("--out", required=name == "dedup", help="output folder: kept.<format>, report.json, ...")
+        cmd.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+        cmd.add_argument("--fields", help="comma-separated fields to check (default: the first of "
+                         "problem, question, prompt, text the rows have)" + (", e.g. problem,generation"
+                                                                              if name == "decontaminate" else ""))
+        cmd.add_argument("--workers", type=int, default=0, help="worker processes (default: one per core)")
+        if name == "decontaminate":
+            cmd.add_argument("--against", help="comma-separated env names (default: every evaluation env)")
+            cmd.add_argument("--ngram", type=int, default=8, help="words per n-gram (default 8)")
+            cmd.add_argument("--min-overlap", type=float, default=0.25,
+                             help="share of a problem's n-grams a row must hold (default 0.25; at least one)")
+            cmd.add_argument("--report-only", action="store_true", help="write no data, only the report")
+            cmd.add_argument("--data-dir", help="local benchmark mirror (default: $SKYEVAL_DATA_DIR, else the hub)")
+        else:
+            cmd.add_argument("--threshold", type=float, default=0.8, help="MinHash LSH Jaccard threshold")
+            cmd.add_argument("--num-perm", type=int, default=128, help="MinHash permutations")
+            cmd.add_argument("--shingle", type=int, default=3, help="words per shingle")
     return parser
 
 

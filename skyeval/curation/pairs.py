@@ -11,9 +11,10 @@ sample index. Per question:
   *incorrect* response; chosen = the shortest correct response strictly *longer* than it
   (SkyThought's "SILC" pairs). Teaches that being short is no excuse for being wrong.
 
-A pair row: ``id``, ``kind``, ``prompt`` (the stored prompt), ``chosen`` and ``rejected``
-(as ``[{"role": "assistant", "content": ...}]`` when the prompt is a message list, else
-plain text: TRL's conversational/standard formats), their ``*_length``, ``*_sample_idx``
+A pair row: ``id``, ``kind``, ``prompt`` (the stored prompt; an assistant prefill moves
+into the responses), ``chosen`` and ``rejected`` (the reasoning kept as ``fmt`` says, see
+``skyeval.curation.sharegpt``; as ``[{"role": "assistant", "content": ...}]`` when the
+prompt is a message list, else plain text: TRL's conversational/standard formats), their ``*_length``, ``*_sample_idx``
 and ``*_score``.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from skyeval.curation.sharegpt import ReasoningFormat, prompt_and_response
 from skyeval.metrics import CORRECT
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 SHORTEST_LONGEST = "shortest_longest"
 SILC = "short_incorrect_long_correct"
-_COLUMNS = ("id", "sample_idx", "prompt", "generation", "score", "usage")
+_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage")
 
 
 def response_length(row: dict[str, Any]) -> int:
@@ -40,7 +42,8 @@ def response_length(row: dict[str, Any]) -> int:
     return int(tokens) if tokens is not None else len(row.get("generation") or "")
 
 
-def question_pairs(samples: list[dict[str, Any]], *, silc: bool = False) -> list[dict[str, Any]]:
+def question_pairs(samples: list[dict[str, Any]], *, silc: bool = False,
+                   fmt: ReasoningFormat = ReasoningFormat()) -> list[dict[str, Any]]:
     """The preference pairs of one question's samples (see the module docstring)."""
     ranked = sorted(samples, key=lambda s: (response_length(s), s["sample_idx"]))
     correct = [s for s in ranked if float(s["score"]) >= CORRECT]
@@ -50,29 +53,32 @@ def question_pairs(samples: list[dict[str, Any]], *, silc: bool = False) -> list
         shortest = correct[0]
         longest = max(correct, key=lambda s: (response_length(s), -s["sample_idx"]))
         if response_length(shortest) < response_length(longest):
-            pairs.append(_pair(SHORTEST_LONGEST, shortest, longest))
+            pairs.append(_pair(SHORTEST_LONGEST, shortest, longest, fmt))
     if silc and incorrect:
         short_wrong = incorrect[0]
         longer = [s for s in correct if response_length(s) > response_length(short_wrong)]
         if longer:
-            pairs.append(_pair(SILC, longer[0], short_wrong))
+            pairs.append(_pair(SILC, longer[0], short_wrong, fmt))
     return pairs
 
 
-def preference_pairs(ds: "ray.data.Dataset", *, silc: bool = False) -> "ray.data.Dataset":
+def preference_pairs(ds: "ray.data.Dataset", *, silc: bool = False,
+                     fmt: ReasoningFormat = ReasoningFormat()) -> "ray.data.Dataset":
     """Pairs of every question of a scored Dataset (`groupby("id").map_groups`)."""
-    pairs = partial(_pairs_table, silc=silc)
-    return ds.select_columns(list(_COLUMNS)).groupby("id").map_groups(pairs, batch_format="pyarrow")
+    pairs = partial(_pairs_table, silc=silc, fmt=fmt)
+    columns = [c for c in _COLUMNS if c in ds.columns()]
+    return ds.select_columns(columns).groupby("id").map_groups(pairs, batch_format="pyarrow")
 
 
-def _pair(kind: str, chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
-    prompt = chosen["prompt"]
+def _pair(kind: str, chosen: dict[str, Any], rejected: dict[str, Any], fmt: ReasoningFormat) -> dict[str, Any]:
+    prompt, chosen_text = prompt_and_response(chosen["prompt"], chosen, fmt)
+    _, rejected_text = prompt_and_response(rejected["prompt"], rejected, fmt)
     return {
         "id": chosen["id"],
         "kind": kind,
         "prompt": prompt,
-        "chosen": _completion(prompt, chosen["generation"]),
-        "rejected": _completion(prompt, rejected["generation"]),
+        "chosen": _completion(prompt, chosen_text),
+        "rejected": _completion(prompt, rejected_text),
         "chosen_length": response_length(chosen),
         "rejected_length": response_length(rejected),
         "chosen_sample_idx": chosen["sample_idx"],
@@ -86,7 +92,7 @@ def _completion(prompt: Any, text: str) -> Any:
     return [{"role": "assistant", "content": text}] if isinstance(prompt, list) else text
 
 
-def _pairs_table(table: "pa.Table", *, silc: bool) -> "pa.Table":
+def _pairs_table(table: "pa.Table", *, silc: bool, fmt: ReasoningFormat) -> "pa.Table":
     import pyarrow as pa
 
-    return pa.Table.from_pylist(question_pairs(table.to_pylist(), silc=silc))
+    return pa.Table.from_pylist(question_pairs(table.to_pylist(), silc=silc, fmt=fmt))

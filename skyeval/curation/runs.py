@@ -31,7 +31,7 @@ def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return [{**r, **texts.get(key_of(r), {})} for r in selection.records(folder.path, "scores")]
 
 
-_TEXTS = ("prompt", "generation", "reasoning")
+_TEXTS = ("prompt", "generation", "reasoning", "reasoning_content")
 
 
 def load_env(run_dir: str | os.PathLike) -> "Env":

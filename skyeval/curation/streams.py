@@ -1,0 +1,112 @@
+"""Curation inputs and outputs as streams: a run folder, JSONL or Parquet read in chunks,
+rows written as they come (never the whole input in memory)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from skyeval.errors import DataNotFoundError
+from skyeval.results import RunFolder, dumps
+
+FORMATS = ("jsonl", "parquet")
+DEFAULT_FIELDS = ("problem", "question", "prompt", "text")  # the first present is checked
+
+
+def read_chunks(source: str | os.PathLike, chunk_rows: int = 2000) -> Iterator[list[Any]]:
+    """Lists of up to `chunk_rows` rows: JSON lines (str) for JSONL files and run folders
+    (their generations/ part files), dicts for Parquet."""
+    path = Path(source)
+    if path.is_dir():
+        files = RunFolder(path).parts("generations")
+        if not files:
+            raise DataNotFoundError(f"{path} is neither a JSONL/Parquet file nor a run folder with generations/")
+    elif path.exists():
+        files = [path]
+    else:
+        raise DataNotFoundError(f"no such input: {path}")
+    chunk: list[Any] = []
+    for file in files:
+        for row in _rows(file, chunk_rows):
+            chunk.append(row)
+            if len(chunk) >= chunk_rows:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def _rows(path: Path, batch: int) -> Iterator[Any]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for record_batch in pq.ParquetFile(path).iter_batches(batch_size=batch):
+            yield from record_batch.to_pylist()
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield line if line.endswith("\n") else line + "\n"
+
+
+def as_dict(row: Any) -> dict[str, Any]:
+    return json.loads(row) if isinstance(row, str) else row
+
+
+def default_fields(first_row: Any) -> list[str]:
+    """The problem field of an input: the first of DEFAULT_FIELDS its first row has."""
+    row = as_dict(first_row)
+    for name in DEFAULT_FIELDS:
+        if name in row:
+            return [name]
+    raise DataNotFoundError(f"rows have none of the fields {', '.join(DEFAULT_FIELDS)} "
+                            f"(they have {', '.join(sorted(row))}): name one with --fields")
+
+
+class RowWriter:
+    """Append rows to a JSONL or Parquet file as they come; a JSONL row given as its JSON
+    line is written unchanged. Parquet row groups are written per `write_many` call."""
+
+    def __init__(self, path: Path, format: str = "jsonl") -> None:
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}: one of {', '.join(FORMATS)}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.format, self.rows = path, format, 0
+        self._fh = path.open("w", encoding="utf-8") if format == "jsonl" else None
+        self._parquet: Any = None
+
+    def write_many(self, rows: list[Any]) -> None:
+        if not rows:
+            return
+        self.rows += len(rows)
+        if self._fh is not None:
+            self._fh.write("".join(r if isinstance(r, str) else dumps(r) + "\n" for r in rows))
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([as_dict(r) for r in rows])
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(self.path, table.schema)
+        self._parquet.write_table(table.cast(self._parquet.schema))
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+        elif self._parquet is not None:
+            self._parquet.close()
+        else:  # an empty parquet output still exists
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table({}), self.path)
+
+    def __enter__(self) -> "RowWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
