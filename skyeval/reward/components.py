@@ -3,15 +3,14 @@ overlong penalty, each computed apart and weighted into one number (docs/rl.md).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from skyeval.errors import ConfigError
 from skyeval.reasoning import DEFAULT_THINK_TAGS, check_tags
+from skyeval.scorers.math import last_boxed
 
 COMPONENTS = ("correct", "format", "length")
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
 @dataclass
@@ -60,8 +59,9 @@ class RewardConfig:
 
 
 def format_score(answer: str, closed_think: bool) -> float:
-    """Half for a closed think block, half for a `\\boxed{}` in the answer (after it)."""
-    return 0.5 * closed_think + 0.5 * bool(_BOXED.search(answer))
+    """Half for a closed think block, half for a balanced, non-empty `\\boxed{}` in the
+    answer (after the block)."""
+    return 0.5 * closed_think + 0.5 * (last_boxed(answer) is not None)
 
 
 def length_penalty(length: int, max_length: int | None, overlong_buffer: int) -> float:
