@@ -65,6 +65,7 @@ def build_app(reward: Reward, max_batch: int = 4096, max_body_mb: float = 64.0) 
 
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
@@ -93,8 +94,12 @@ def build_app(reward: Reward, max_batch: int = 4096, max_body_mb: float = 64.0) 
         yield
         reward.close()
 
+    async def http_error(request: Any, err: Any) -> Any:  # 404, 405: JSON like every other answer
+        return JSONResponse({"error": f"{err.detail}: {request.method} {request.url.path}"}, status_code=err.status_code)
+
     return Starlette(routes=[Route("/get_reward", get_reward, methods=["POST"]),
-                             Route("/health", health, methods=["GET"])], lifespan=lifespan)
+                             Route("/health", health, methods=["GET"])],
+                     exception_handlers={HTTPException: http_error}, lifespan=lifespan)
 
 
 async def _body(request: Any, max_bytes: int) -> bytes:

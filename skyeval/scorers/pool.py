@@ -132,6 +132,10 @@ class _Slot:
 
     def _serve(self) -> None:
         try:
+            self._ensure_worker()  # start now, in parallel with the other slots
+        except RuntimeError as err:
+            log.warning("scoring worker %d: %s (retried with the first chunk)", self.index, err)
+        try:
             while True:
                 task = self.pool._chunks.get()
                 if task is None:
