@@ -152,7 +152,7 @@ def test_sigterm_finishes_requests_in_flight_then_stops_the_workers():
         assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
 
 
-RIGHT = "<think>Let me see: maybe \\boxed{7}.</think> Adding, the answer is \\boxed{{{gold}}}."
+RIGHT = "<think>Let me see: maybe \\boxed{{7}}.</think> Adding, the answer is \\boxed{{{gold}}}."
 WRONG = "<think>careful</think> The answer is \\boxed{{{wrong}}}."
 HOSTILE = [
     "```python\nimport os\nos.system('rm -rf /')\nwhile True: os.fork()\n```",
