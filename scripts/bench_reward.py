@@ -68,11 +68,26 @@ def handwritten_reward(completions: list[str], answer: list[str], **kwargs) -> l
     return rewards
 
 
-def timed(fn, texts: list[str], golds: list[str], prompts: list[str], batch: int) -> tuple[float, list[float]]:
-    start, out = time.perf_counter(), []
+def cpu_seconds() -> float:
+    """CPU time of this process and its children (the scoring workers) so far."""
+    import psutil
+
+    total = 0.0
+    for process in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def timed(fn, texts: list[str], golds: list[str], prompts: list[str], batch: int) -> tuple[float, float, list[float]]:
+    """(wall s, CPU s, rewards) of rewarding `texts` in calls of `batch`."""
+    start, cpu, out = time.perf_counter(), cpu_seconds(), []
     for at in range(0, len(texts), batch):
         out += fn(prompts=prompts[at:at + batch], completions=texts[at:at + batch], answer=golds[at:at + batch])
-    return time.perf_counter() - start, out
+    return time.perf_counter() - start, cpu_seconds() - cpu, out
 
 
 def bench_adapter(args: argparse.Namespace) -> dict:
@@ -84,12 +99,14 @@ def bench_adapter(args: argparse.Namespace) -> dict:
     for fn in (pooled, single, handwritten_reward):  # warm up: pools started, math-verify imported
         timed(fn, texts[:64], golds[:64], prompts[:64], 64)
     times: dict[str, list[float]] = {"skyeval": [], "skyeval_1worker": [], "handwritten": []}
+    cpu: dict[str, list[float]] = {name: [] for name in times}
     results = {}
     sides = [("skyeval", pooled), ("skyeval_1worker", single), ("handwritten", handwritten_reward)]
     for round_ in range(args.rounds):
         for name, fn in sides[round_ % 3:] + sides[:round_ % 3]:
-            elapsed, results[name] = timed(fn, texts, golds, prompts, args.batch)
+            elapsed, used, results[name] = timed(fn, texts, golds, prompts, args.batch)
             times[name].append(elapsed)
+            cpu[name].append(used)
     pooled.reward.close()
     single.reward.close()
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -98,7 +115,8 @@ def bench_adapter(args: argparse.Namespace) -> dict:
     for name in times:
         agree = sum((r > 0.5) == (lab > 0.5) for r, lab in zip(results[name], labels)) / len(labels)
         print(f"  {name:16s} median {median[name]:7.2f} s  {len(texts) / median[name]:8.1f} rewards/s  "
-              f"(rounds: {', '.join(f'{t:.2f}' for t in times[name])})  agrees with labels: {agree:.1%}")
+              f"CPU {statistics.median(cpu[name]):6.2f} s  (rounds: {', '.join(f'{t:.2f}' for t in times[name])})  "
+              f"agrees with labels: {agree:.1%}")
     speedup = median["handwritten"] / median["skyeval"]
     print(f"  speedup skyeval/handwritten: {speedup:.2f}x   (1 worker: "
           f"{median['handwritten'] / median['skyeval_1worker']:.2f}x; pool over 1 worker: "
@@ -186,6 +204,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=256, help="server requests of 64 completions")
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     bench_adapter(args)
     bench_server(args)
 

@@ -98,10 +98,6 @@ class ScorerPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            self.close()
-
 
 class _Job:
     """One `map` call: its results, filled by chunk, and an event set when all are in."""
