@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from skyeval.scorers.pool import ScorerPool
 
 log = logging.getLogger(__name__)
+_POOL_LOCK = threading.Lock()  # one scoring pool per env, even when threads ask at once
 
 
 class Env:
@@ -264,13 +266,14 @@ class Env:
         replaces it."""
         from skyeval.scorers.pool import ScorerPool
 
-        pool = self.__dict__.get("_scorer_pool")
         wanted = (workers or len(os.sched_getaffinity(0)), float(item_timeout_s))
-        if pool is None or pool.closed or (pool.workers, pool.item_timeout_s) != wanted:
-            if pool is not None:
-                pool.close()
-            pool = self._scorer_pool = ScorerPool(self.score_item, wanted[0], item_timeout_s=wanted[1])
-        return pool
+        with _POOL_LOCK:
+            pool = self.__dict__.get("_scorer_pool")
+            if pool is None or pool.closed or (pool.workers, pool.item_timeout_s) != wanted:
+                if pool is not None:
+                    pool.close()
+                pool = self._scorer_pool = ScorerPool(self.score_item, wanted[0], item_timeout_s=wanted[1])
+            return pool
 
     def score_batch(self, items: Iterable[dict[str, Any]], workers: int | None = None,
                     item_timeout_s: float = 60.0) -> list[dict[str, Any]]:
