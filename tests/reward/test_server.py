@@ -229,3 +229,50 @@ def test_load_64_clients_10000_requests_all_answered_no_5xx_memory_flat(math_ser
     print(f"RSS server+workers: {memory['warm'] / 2**20:.1f} MiB after 2,000 requests, "
           f"{memory['end'] / 2**20:.1f} MiB after 10,000 ({growth / 2**20:+.1f} MiB)")
     assert growth < 64 * 2**20
+
+
+HOSTILE_CODE = {
+    "loop": "```python\ndef has_close_elements(numbers, threshold):\n    while True:\n        pass\n```",
+    "fork": "```python\nimport os\nfor _ in range(200):\n    try:\n        os.fork()\n    except OSError:\n        break\n"
+            "def has_close_elements(numbers, threshold):\n    return True\n```",
+    "memory": "```python\nblocks = [bytearray(1 << 30) for _ in range(4)]\n"
+              "def has_close_elements(numbers, threshold):\n    return True\n```",
+    "output": "```python\nimport sys\nfor _ in range(1024):\n    sys.stdout.write('x' * (1 << 20))\n```",
+    "cheat": "```python\nimport sys\nprint('ALL TESTS PASSED')\nsys.exit(0)\n```",
+}
+
+
+@pytest.mark.slow
+def test_code_rewards_under_concurrent_clients_with_hostile_programs(data_dir):
+    """A humaneval server: right, wrong, hostile and malformed requests from 64 clients at once."""
+    from skyeval.envs.registry import SkyEnvBuilder
+
+    env = SkyEnvBuilder.build("humaneval", {"limit": 1})
+    problem = env.load_problems()[0]
+    right = env.reference_generation(problem)
+    kinds = ["right", "wrong", *HOSTILE_CODE, "malformed"]
+    texts = {"right": right, "wrong": right.replace("distance < threshold", "distance > threshold"), **HOSTILE_CODE}
+    with reward_server("+env=humaneval", "env.timeout_s=3", "reward.workers=4", "reward.item_timeout_s=120") as (_, port):
+        answers: list = [None] * (8 * len(kinds))  # 64 clients at once
+
+        def client(i: int) -> None:
+            kind = kinds[i % len(kinds)]
+            if kind == "malformed":
+                answers[i] = (kind, *post(port, {"query": [right], "labels": [None]}))
+            else:
+                answers[i] = (kind, *post(port, {"query": [texts[kind]], "labels": [json.loads(problem["tests_json"])]}))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(answers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(1800)
+        assert all(a is not None for a in answers)  # every request answered
+        for kind, status, body in answers:
+            if kind == "malformed":
+                assert status == 422
+            else:
+                assert status == 200 and body["errors"] == [None], (kind, body)
+                assert body["rewards"] == [1.0 if kind == "right" else 0.0], kind
+        status, health = request(port, "GET", "/health")
+        assert status == 200 and health["workers_replaced"] == 0  # the sandbox contained them, no worker was lost
