@@ -22,8 +22,9 @@ class RewardConfig:
       `length` (0 down to -1: the soft overlong penalty). Defaults: correctness only.
     - `max_length`, `overlong_buffer`: no penalty up to `max_length - overlong_buffer`,
       then linearly down to -1 at `max_length` and beyond (DAPO's soft overlong
-      punishment). Counted in tokens when the trainer passes token ids, else in characters.
-      `max_length` None turns the component off (0).
+      punishment). `length_unit` "tokens" counts tokens when the trainer passes token ids
+      (TRL) and characters otherwise; "characters" always counts characters. `max_length`
+      None turns the component off (0).
     - `think_tags`: the reasoning markers, as `model_config.think_tags`; null: no split.
     - `workers`, `item_timeout_s`: the scoring pool (default: one worker per core) and the
       bound on one item (past it, the item scores 0 with reason "timeout").
@@ -32,6 +33,7 @@ class RewardConfig:
     weights: dict[str, float] = field(default_factory=lambda: {"correct": 1.0, "format": 0.0, "length": 0.0})
     max_length: int | None = None
     overlong_buffer: int = 0
+    length_unit: str = "tokens"
     think_tags: list[str] | None = field(default_factory=lambda: list(DEFAULT_THINK_TAGS))
     workers: int | None = None
     item_timeout_s: float = 30.0
@@ -44,6 +46,8 @@ class RewardConfig:
         if self.max_length is not None and not 0 <= self.overlong_buffer < self.max_length:
             raise ConfigError(f"overlong_buffer must be in [0, max_length), got {self.overlong_buffer} "
                               f"with max_length {self.max_length}")
+        if self.length_unit not in ("tokens", "characters"):
+            raise ConfigError(f"length_unit must be 'tokens' or 'characters', got {self.length_unit!r}")
         if not self.item_timeout_s > 0:
             raise ConfigError(f"item_timeout_s must be > 0, got {self.item_timeout_s!r}")
         check_tags(self.think_tags)

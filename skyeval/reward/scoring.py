@@ -39,12 +39,14 @@ class Reward:
         `length` and `error` (why the item scored 0 without being graded: a timeout, a
         crashed worker; None otherwise). `prompts` (text) tell whether the output starts
         inside a think block the prompt opened; `lengths` (token counts) measure the
-        overlong penalty instead of characters; `extras` add fields a scorer reads
+        overlong penalty instead of characters (unless `length_unit` is "characters"); `extras` add fields a scorer reads
         (`starter_code`)."""
         count = len(completions)
         for name, values in (("golds", golds), ("prompts", prompts), ("lengths", lengths), ("extras", extras)):
             if values is not None and len(values) != count:
                 raise ValueError(f"{len(values)} {name} for {count} completions")
+        if self.config.length_unit == "characters":
+            lengths = None
         items, shapes = [], []
         for index, completion in enumerate(completions):
             text = completion or ""

@@ -56,6 +56,11 @@ def test_weights_combine_components_and_lengths_count_tokens_when_given():
         assert [x["reward"] for x in results] == [2.0, pytest.approx(1.4)]
     finally:
         r.close()
+    r = Reward("math500", {"weights": {"length": 1.0}, "max_length": 10, "overlong_buffer": 5, "length_unit": "characters"})
+    try:  # characters, whatever token counts the trainer passes
+        assert [x["length"] for x in r.score(["\\boxed{4}", "x" * 8], ["4", "4"], lengths=[3, 3])] == [-0.8, -0.6]
+    finally:
+        r.close()
 
 
 def test_bad_reward_configs_are_refused():
@@ -63,6 +68,8 @@ def test_bad_reward_configs_are_refused():
         RewardConfig(weights={"corect": 1.0})
     with pytest.raises(ConfigError, match="overlong_buffer"):
         RewardConfig(max_length=10, overlong_buffer=10)
+    with pytest.raises(ConfigError, match="length_unit"):
+        RewardConfig(length_unit="words")
     with pytest.raises(ConfigError, match="think_tags"):
         RewardConfig(think_tags=["<think>"])
 

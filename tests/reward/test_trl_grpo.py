@@ -33,8 +33,10 @@ def test_grpo_trains_two_steps_with_skyevals_reward(tiny_model, data_dir, tmp_pa
     problems = SkyEnvBuilder.build("math500", {"limit": 4}).load_problems()
     rows = [{"prompt": p["question"][:200] + "\nPut the answer in \\boxed{}.", "answer": p["expected"],
              "level": str(p.get("id"))} for p in problems]
-    # Random text is never right: the soft overlong penalty gives the trainer varied, nonzero rewards.
-    reward = RecordingReward(trl("math500", weights={"correct": 1.0, "length": 1.0}, max_length=24, overlong_buffer=20))
+    # Random text is never right and always runs to max_completion_length: the soft overlong
+    # penalty in characters gives each group varied rewards, so GRPO's advantages are not zero.
+    reward = RecordingReward(trl("math500", weights={"correct": 1.0, "length": 1.0}, max_length=400,
+                                 overlong_buffer=399, length_unit="characters"))
     args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4, num_generations=4,
                       max_completion_length=16, logging_steps=1, report_to="none", use_cpu=True, bf16=False,
                       learning_rate=1e-4, save_strategy="no", seed=0, dataloader_num_workers=0)
@@ -60,3 +62,4 @@ def test_grpo_trains_two_steps_with_skyevals_reward(tiny_model, data_dir, tmp_pa
         assert entry["rewards/skyeval_math500/mean"] == pytest.approx(sum(values) / len(values), abs=1e-5)
         assert entry["skyeval_math500/length"] == pytest.approx(sum(values) / len(values), abs=1e-5)
         assert entry["skyeval_math500/correct"] == 0.0
+        assert entry["rewards/skyeval_math500/std"] > 0 and entry["grad_norm"] > 0  # a learning signal
