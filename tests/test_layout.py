@@ -15,7 +15,7 @@ RANKS = {
     "backends": 3,
     "envs": 4,
     "config": 5,
-    "report": 6, "run": 6,
+    "report": 6, "run": 6, "reward": 6,
     "curation": 7,
     "cli": 8, "audit": 9,  # `python -m skyeval.audit`: the cli's audit command under its old name
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
     import pyarrow
     import ray.data
 
+    from skyeval.scorers.pool import ScorerPool
+
 log = logging.getLogger(__name__)
+_POOL_LOCK = threading.Lock()  # one scoring pool per env, even when threads ask at once
 
 
 class Env:
@@ -60,8 +64,8 @@ class Env:
         self.scaling_config = ScalingConfig()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Envs shipped to Ray workers (for scoring) leave their backend behind."""
-        return {**self.__dict__, "backend": None}
+        """Envs shipped to Ray workers or scoring processes leave their backend and pool behind."""
+        return {**self.__dict__, "backend": None, "_scorer_pool": None}
 
     # ---- data ---------------------------------------------------------------------
     def load_rows(self) -> Iterator[dict[str, Any]]:
@@ -154,6 +158,9 @@ class Env:
         backend, self.backend = self.backend, None
         if backend is not None:
             backend.close()
+        pool, self._scorer_pool = self.__dict__.get("_scorer_pool"), None
+        if pool is not None:
+            pool.close()
 
     def __enter__(self) -> "Env":
         return self
@@ -252,6 +259,40 @@ class Env:
                 out[name] = result["score"]
                 out.update({f"{name}_{key}": value for key, value in result.items() if key != "score"})
         return out
+
+    def scorer_pool(self, workers: int | None = None, item_timeout_s: float = 60.0) -> "ScorerPool":
+        """`score_item` on a persistent pool of worker processes (`skyeval.scorers.pool`),
+        started at the first call and reused until `close`; asking for other settings
+        replaces it."""
+        from skyeval.scorers.pool import ScorerPool
+
+        wanted = (workers or len(os.sched_getaffinity(0)), float(item_timeout_s))
+        with _POOL_LOCK:
+            pool = self.__dict__.get("_scorer_pool")
+            if pool is None or pool.closed or (pool.workers, pool.item_timeout_s) != wanted:
+                if pool is not None:
+                    pool.close()
+                pool = self._scorer_pool = ScorerPool(self.score_item, wanted[0], item_timeout_s=wanted[1])
+            return pool
+
+    def score_batch(self, items: Iterable[dict[str, Any]], workers: int | None = None,
+                    item_timeout_s: float = 60.0) -> list[dict[str, Any]]:
+        """`score_item` of every item (each with `generation` and the env's `required_keys`),
+        in order, in parallel on `scorer_pool`. Never raises on a generation: an item that
+        ran past `item_timeout_s`, crashed its worker or made the scorer raise scores 0.0
+        with the reason in `score_error` (None on the others). A missing key or a
+        generation that is not a string is the caller's error (ValueError)."""
+        from skyeval.scorers.pool import ItemFailure
+
+        items = list(items)
+        for index, item in enumerate(items):
+            missing = [key for key in ("generation", *self.required_keys) if key not in item]
+            if missing or not isinstance(item["generation"], str):
+                problem = f"lacks {missing}" if missing else f"has a {type(item['generation']).__name__} generation, not a string"
+                raise ValueError(f"score_batch of env {self.name!r}: item {index} {problem}")
+        results = self.scorer_pool(workers, item_timeout_s).map(items)
+        return [{"score": 0.0, "score_error": r.reason} if isinstance(r, ItemFailure) else {**r, "score_error": None}
+                for r in results]
 
     def describe_scoring(self) -> dict[str, Any]:
         """What else decides the scores, for summary.json (code envs: the sandbox); may

@@ -1,0 +1,107 @@
+"""ScorerPool: a persistent, thread-safe pool with a bound per item (skyeval/scorers/pool.py)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from skyeval.scorers.pool import ItemFailure, ScorerPool
+
+
+def work(item):
+    """What the workers run (importable, so spawned workers find it)."""
+    kind, value = item
+    if kind == "sleep":
+        time.sleep(value)
+    elif kind == "die":
+        os._exit(value)
+    elif kind == "raise":
+        raise ValueError(f"bad item {value}\nsecond line")
+    elif kind == "meet":  # wait (up to 120 s) until two items are being scored at once
+        folder, name = value
+        Path(folder, name).touch()
+        deadline = time.monotonic() + 120
+        while len(os.listdir(folder)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return {"value": len(os.listdir(folder)), "pid": os.getpid()}
+    return {"value": value, "pid": os.getpid()}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ScorerPool(work, 2, item_timeout_s=5.0, chunk_size=4) as p:
+        yield p
+
+
+def test_results_come_back_in_order_from_workers_reused_across_calls(pool):
+    first = pool.map([("ok", i) for i in range(40)])
+    second = pool.map([("ok", i) for i in range(40)])
+    assert [r["value"] for r in first] == list(range(40)) == [r["value"] for r in second]
+    pids = {r["pid"] for r in first} | {r["pid"] for r in second}
+    assert len(pids) <= 2 and os.getpid() not in pids  # the same two workers on both calls, none re-spawned
+    assert pool.map([]) == []
+
+
+def test_items_are_scored_in_parallel(tmp_path):
+    with ScorerPool(work, 2, item_timeout_s=300.0) as p:  # each item waits until the other one runs too
+        results = p.map([("meet", (str(tmp_path), "a")), ("meet", (str(tmp_path), "b"))])
+    assert [r["value"] for r in results] == [2, 2] and results[0]["pid"] != results[1]["pid"]
+
+
+def test_an_item_past_the_bound_fails_with_timeout_and_its_worker_is_replaced(pool):
+    before = pool.replaced
+    results = pool.map([("ok", 1), ("sleep", 600), ("ok", 2), ("ok", 3)])
+    assert isinstance(results[1], ItemFailure) and results[1].reason.startswith("timeout")
+    assert [results[i]["value"] for i in (0, 2, 3)] == [1, 2, 3]  # the rest of its chunk still scored
+    assert pool.replaced == before + 1
+    assert [r["value"] for r in pool.map([("ok", i) for i in range(6)])] == list(range(6))
+
+
+def test_an_item_within_the_bound_is_never_timed_out(pool):
+    before = pool.replaced
+    results = pool.map([("sleep", 0.2), ("sleep", 0.2), ("ok", 7)])  # 25x under the bound
+    assert not any(isinstance(r, ItemFailure) for r in results)
+    assert pool.replaced == before
+
+
+def test_a_dying_worker_or_a_raising_fn_fails_only_its_item(pool):
+    results = pool.map([("ok", 1), ("die", 7), ("raise", 3), ("ok", 4)])
+    assert results[0]["value"] == 1 and results[3]["value"] == 4
+    assert results[1] == ItemFailure("worker died while scoring (exit code 7)")
+    assert results[2] == ItemFailure("ValueError: bad item 3")  # one line
+
+
+def test_calls_from_many_threads_each_get_their_own_results(pool):
+    out: dict[int, list] = {}
+
+    def call(n: int) -> None:
+        out[n] = [r["value"] for r in pool.map([("ok", n * 1000 + i) for i in range(25)])]
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert out == {n: [n * 1000 + i for i in range(25)] for n in range(8)}
+
+
+def test_a_closed_pool_refuses_work_and_stops_its_workers():
+    p = ScorerPool(work, 1, item_timeout_s=30)
+    pid = p.map([("ok", 0)])[0]["pid"]
+    p.close()
+    p.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        p.map([("ok", 1)])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="item_timeout_s"):
+        ScorerPool(work, 1, item_timeout_s=0)
+    with pytest.raises(ValueError, match="chunk_size"):
+        ScorerPool(work, 1, chunk_size=0)
