@@ -106,7 +106,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(args.workdir or tempfile.mkdtemp(prefix="skyeval_bench_scale_"))
-    rows, results = [], {}
+    results = {}
     print("| code | problems | wall s | samples/s | driver peak GiB | all processes GiB | written GiB | accuracy |")
     print("|---|---|---|---|---|---|---|---|")
     try:

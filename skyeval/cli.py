@@ -246,9 +246,9 @@ class SweepRecorder:
     ENV = "SKYEVAL_SWEEP_RECORD"
 
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
-        from hydra.core.hydra_config import HydraConfig
-
         import json
+
+        from hydra.core.hydra_config import HydraConfig
 
         record = os.environ.get(self.ENV)
         if record:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from skyeval.config.fingerprints import register_resolvers
 from skyeval.config.overrides import from_skythought_flags, with_user_config
-from skyeval.config.schema import CONF_DIR, RunConfig
+from skyeval.config.schema import RunConfig
 from skyeval.errors import ConfigError
+from skyeval.paths import CONF_DIR
 
 
 def compose(*args: str, config_file: str | Path | None = None, stage: str = "evaluate") -> RunConfig:

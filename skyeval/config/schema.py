@@ -26,7 +26,6 @@ from omegaconf import MISSING
 from skyeval.backends.base import ModelConfig, SamplingParams, ScalingConfig, class_path
 from skyeval.errors import ConfigError
 from skyeval.metrics.specs import MetricSpec, as_specs, samples_needed
-from skyeval.paths import CONF_DIR  # noqa: F401 (re-exported: where these schemas' YAML files are)
 from skyeval.results import Shard
 from skyeval.templates import Template
 

@@ -40,8 +40,8 @@ def compose_model_config(name: str, overrides: list[str] | tuple[str, ...] = ())
     from omegaconf.errors import MissingMandatoryValue
 
     from skyeval.config.fingerprints import register_resolvers
-    from skyeval.config.schema import CONF_DIR
     from skyeval.errors import ConfigError
+    from skyeval.paths import CONF_DIR
 
     register_resolvers()
     groups = sorted(p.stem for p in (CONF_DIR / "model_config").glob("*.yaml"))

@@ -16,10 +16,11 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from skyeval.config.fingerprints import fingerprint, register_resolvers
-from skyeval.config.schema import CONF_DIR, RunConfig
+from skyeval.config.schema import RunConfig
 from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
+from skyeval.paths import CONF_DIR
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost

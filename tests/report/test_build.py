@@ -143,7 +143,7 @@ def test_every_run_is_in_the_matrix_and_audit_folders_are_not_runs(tmp_path):
 def test_plots_join_only_runs_that_differ_in_the_plotted_setting(tmp_path):
     """Issue 25 item 4: a T=0, 100-problem, 4096-token run and a T=0.6, 50-problem, 32768-token
     run were one line of accuracy vs temperature. Now only T-only differences form a line."""
-    from skyeval.report.plots import _pyplot, figure, lines_versus, _versus
+    from skyeval.report.plots import _pyplot, _versus, figure, lines_versus
     from skyeval.report.runs import find_runs
 
     for name, t, limit, budget in (("a", 0.0, 100, 4096), ("b", 0.6, 50, 32768), ("c", 0.6, 100, 4096),
