@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from skyeval.config.schema import (
-    CONF_DIR,
     MODEL_CONFIGS,
     metrics_sampling,
     model_config_class,
@@ -22,6 +21,7 @@ from skyeval.config.schema import (
 )
 from skyeval.errors import ConfigError
 from skyeval.metrics.specs import as_specs
+from skyeval.paths import CONF_DIR
 
 MODEL_CONFIG_ALIASES = {"http": "openai"}  # `model_config.type: http` in user files, `--backend http`
 SKYTHOUGHT_FLAGS = ("--task", "--model", "--backend", "--backend-args", "--sampling-params", "--n",

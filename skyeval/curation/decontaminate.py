@@ -309,27 +309,11 @@ def stream_checks(chunks: Iterable[list[Any]], fields: list[str], index: Benchma
                   workers: int = 0) -> Iterator[tuple[list[Any], list[tuple[int, list[Match]]]]]:
     """(chunk, its contaminated rows) in input order. `workers` processes check chunks in
     parallel (0: one per core; 1: in this process); at most 2 chunks per worker are in flight."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        for chunk in chunks:
-            yield chunk, check_rows(chunk, fields, index)
-        return
-    import multiprocessing
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
+    from skyeval.curation.streams import map_chunks
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_worker, initargs=(index,)) as pool:
-        pending: deque = deque()
-        for chunk in chunks:
-            pending.append((chunk, pool.submit(check_rows, chunk, fields)))
-            if len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                yield done, future.result()
-        while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
-
+    if (workers or os.cpu_count() or 1) == 1:
+        return map_chunks(check_rows, chunks, fields, index, workers=1)
+    return map_chunks(check_rows, chunks, fields, workers=workers, initializer=_init_worker, initargs=(index,))
 
 def decontaminate(source: str | os.PathLike, out_dir: str | os.PathLike | None, index: BenchmarkIndex, *,
                   fields: list[str] | None = None, format: str = "jsonl", workers: int = 0,

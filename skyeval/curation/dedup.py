@@ -116,26 +116,9 @@ def _chunk_keys(rows: list[Any], field: str, config: DedupConfig, bands: int, ba
 def stream_keys(chunks: Iterator[list[Any]], field: str, config: DedupConfig, bands: int, band_rows: int,
                 workers: int = 0) -> Iterator[tuple[list[Any], tuple[list[bytes], list[list[int]]]]]:
     """(chunk, its digests and band keys) in input order, computed on `workers` processes."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:
-        for chunk in chunks:
-            yield chunk, _chunk_keys(chunk, field, config, bands, band_rows)
-        return
-    import multiprocessing
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
+    from skyeval.curation.streams import map_chunks
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque = deque()
-        for chunk in chunks:
-            pending.append((chunk, pool.submit(_chunk_keys, chunk, field, config, bands, band_rows)))
-            if len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                yield done, future.result()
-        while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
-
+    return map_chunks(_chunk_keys, chunks, field, config, bands, band_rows, workers=workers)
 
 def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str | None = None,
           config: DedupConfig | None = None, format: str = "jsonl", workers: int = 0,

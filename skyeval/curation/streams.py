@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from skyeval.errors import DataNotFoundError
 from skyeval.results import RunFolder, dumps
@@ -49,6 +49,32 @@ def _rows(path: Path, batch: int) -> Iterator[Any]:
         for line in fh:
             if line.strip():
                 yield line if line.endswith("\n") else line + "\n"
+
+
+def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, workers: int = 0,
+               initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> Iterator[tuple[list[Any], Any]]:
+    """(chunk, `fn(chunk, *args)`) in input order. `workers` processes work in parallel (0: one
+    per core; 1: in this process); at most 2 chunks per worker are in flight."""
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        for chunk in chunks:
+            yield chunk, fn(chunk, *args)
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=initializer, initargs=initargs) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(fn, chunk, *args)))
+            if len(pending) >= 2 * workers:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def as_dict(row: Any) -> dict[str, Any]:
