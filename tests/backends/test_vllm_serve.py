@@ -94,7 +94,8 @@ def test_http_backend_against_vllm_serve(server, tiny_model):
         assert set(results) == {("chat", 0), ("chat", 1), ("text", 0)}
         assert all(r.ok and isinstance(r.generation, str) for r in results.values()), results
         assert all(r.finish_reason in ("stop", "length") for r in results.values())
-        assert all(r.usage and r.usage["prompt_tokens"] > 0 for r in results.values())
+        # a request's prompt tokens are counted once, on its first choice (issue 25 item 8)
+        assert all(r.usage and (r.usage["prompt_tokens"] > 0) == (r.sample_idx == 0) for r in results.values())
         again = {(r.id, r.sample_idx): r.generation for r in backend.generate(requests, sampling)}
         assert again == {k: r.generation for k, r in results.items()}  # seeded: reproducible
     finally:
