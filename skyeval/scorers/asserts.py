@@ -15,7 +15,9 @@ Shapes (C = a call of the function under test with literal arguments, E = a lite
 from __future__ import annotations
 
 import ast
+import copy
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,6 +47,12 @@ class CallTest:
     expected: Any = None
     comparison: str = "eq"  # eq | is | truthy | falsy | abs_lt | abs_le | isclose | set | sorted | tuple | list
     tolerance: tuple[float, ...] = ()  # abs_*: (bound,); isclose: (rel_tol, abs_tol)
+    # The test's own source text of the arguments, an expression giving (args, kwargs), and
+    # the (name, expression) bindings it reads, in the test's order: the sandbox builds the
+    # arguments from these as the test would (a set literal iterates as the test's own does).
+    # Empty source: the arguments are sent as values (call tests, whose arguments are JSON).
+    source: str = ""
+    bindings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,47 @@ class Converted:
 
 class _Unconvertible(Exception):
     pass
+
+
+class _Sources:
+    """The source text behind the names a test binds to literals: each binding gets a fresh
+    name (`_a0`, `_a1` ...) whose expression refers to earlier ones, so the sandbox can
+    rebuild exactly the arguments a call reads, sharing objects as the test shares them."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}  # the test's name -> its current binding
+        self.bindings: dict[str, tuple[str, frozenset[str]]] = {}  # binding -> (expression, bindings it reads)
+        self._ids = itertools.count()
+
+    def text(self, node: ast.AST) -> tuple[str, frozenset[str]]:
+        """`node`'s source with the test's names renamed to their bindings, and those bindings
+        (transitively)."""
+        used: set[str] = set()
+        aliases, bindings = self.aliases, self.bindings
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, name: ast.Name) -> ast.AST:
+                if name.id in aliases:
+                    used.add(aliases[name.id])
+                    used.update(bindings[aliases[name.id]][1])
+                    return ast.Name(id=aliases[name.id], ctx=name.ctx)
+                return name
+
+        return ast.unparse(Rename().visit(copy.deepcopy(node))), frozenset(used)
+
+    def bind(self, name: str | None, expression: str, reads: frozenset[str]) -> str:
+        """A new binding of `expression` (to `name`, when the test names it)."""
+        alias = f"_a{next(self._ids)}"
+        self.bindings[alias] = (expression, reads)
+        if name is not None:
+            self.aliases[name] = alias
+        return alias
+
+    def forget(self, name: str) -> None:
+        self.aliases.pop(name, None)
+
+    def lines(self, reads: frozenset[str]) -> tuple[tuple[str, str], ...]:
+        return tuple((alias, self.bindings[alias][0]) for alias in sorted(reads, key=lambda a: int(a[2:])))
 
 
 _WRAPPERS = ("set", "sorted", "tuple", "list")
@@ -118,8 +167,8 @@ class _Reader:
     call of a name other than the wrappers (set, sorted, abs ...), as in MBPP's
     `assert remove_Occ("hello", "l") == "heo"`)."""
 
-    def __init__(self, candidate: str | None, names: dict[str, Any]) -> None:
-        self.candidate, self.names = candidate, names
+    def __init__(self, candidate: str | None, names: dict[str, Any], sources: _Sources | None = None) -> None:
+        self.candidate, self.names, self.sources = candidate, names, sources or _Sources()
 
     def _is_target(self, node: ast.AST) -> bool:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
@@ -129,12 +178,17 @@ class _Reader:
             return name == self.candidate
         return name not in _NOT_TARGETS and name not in self.names
 
-    def _call(self, node: ast.Call) -> tuple[str | None, tuple, dict]:
+    def _call(self, node: ast.Call) -> tuple[str | None, tuple, dict, str, tuple[tuple[str, str], ...]]:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise _Unconvertible("*args or **kwargs")
         args = tuple(literal(a, self.names) for a in node.args)
         kwargs = {k.arg: literal(k.value, self.names) for k in node.keywords}
-        return (None if self.candidate else node.func.id), args, kwargs
+        texts = [self.sources.text(a) for a in node.args]
+        named = [(k.arg, self.sources.text(k.value)) for k in node.keywords]
+        source = ("(" + "".join(f"{text}, " for text, _ in texts) + "), {"
+                  + ", ".join(f"{key!r}: {text}" for key, (text, _) in named) + "}")
+        reads = frozenset().union(*(r for _, r in texts), *(r for _, (_, r) in named))
+        return (None if self.candidate else node.func.id), args, kwargs, source, self.sources.lines(reads)
 
     def _wrapped(self, node: ast.AST) -> tuple[str, ast.Call] | None:
         """("eq"|"set"|"sorted"|"tuple"|"list", the call) for C, set(C), sorted(C) ..."""
@@ -146,8 +200,8 @@ class _Reader:
         return None
 
     def _test(self, call: ast.Call, expected: Any = None, comparison: str = "eq", tolerance: tuple = ()) -> CallTest:
-        function, args, kwargs = self._call(call)
-        return CallTest(function, args, kwargs, expected, comparison, tolerance)
+        function, args, kwargs, source, bindings = self._call(call)
+        return CallTest(function, args, kwargs, expected, comparison, tolerance, source, bindings)
 
     def read(self, stmt: ast.stmt) -> CallTest:
         if not isinstance(stmt, ast.Assert):
@@ -223,9 +277,10 @@ def convert_check(test: str) -> Converted:
     check = checks[0]
     candidate = check.args.args[0].arg
     names: dict[str, Any] = {}
+    sources = _Sources()
     for node in tree.body:  # module-level literal constants the asserts may use
-        _remember(node, names)
-    reader = _Reader(candidate, names)
+        _remember(node, names, sources)
+    reader = _Reader(candidate, names, sources)
     calls, kept = [], []
     for stmt in check.body:
         if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant) and stmt.test.value:
@@ -235,7 +290,7 @@ def convert_check(test: str) -> Converted:
             continue
         except _Unconvertible:
             pass
-        _remember(stmt, names)
+        _remember(stmt, names, sources)
         kept.append(stmt)
     if not any(_uses(stmt, candidate) or any(isinstance(n, ast.Assert) for n in ast.walk(stmt)) for stmt in kept):
         return Converted(tuple(calls), None)
@@ -253,11 +308,14 @@ def _unrolled(reader: _Reader, loop: ast.For) -> list[CallTest]:
     items = literal(it, reader.names)
     if not isinstance(items, (list, tuple, str)) or len(items) > _MAX_UNROLL:
         raise _Unconvertible("loop items")
-    name, saved = loop.target.id, reader.names.get(loop.target.id, _MISSING)
+    sources = reader.sources
+    name, saved, saved_alias = loop.target.id, reader.names.get(loop.target.id, _MISSING), sources.aliases.get(loop.target.id)
+    whole = sources.bind(None, *sources.text(it))  # each item is an element of it, as in the loop
     try:
         tests = []
-        for item in items:
+        for i, item in enumerate(items):
             reader.names[name] = item
+            sources.bind(name, f"{whole}[{i}]", frozenset({whole, *sources.bindings[whole][1]}))
             tests.extend(reader.read(stmt) for stmt in loop.body)
         return tests
     finally:
@@ -265,28 +323,31 @@ def _unrolled(reader: _Reader, loop: ast.For) -> list[CallTest]:
             reader.names.pop(name, None)
         else:
             reader.names[name] = saved
+        sources.forget(name)
+        if saved_alias is not None:
+            sources.aliases[name] = saved_alias
 
 
 _MISSING = object()
 
 
-def _remember(node: ast.stmt, names: dict[str, Any]) -> None:
-    """Track `name = literal` assignments (others make the name unknown)."""
+def _remember(node: ast.stmt, names: dict[str, Any], sources: _Sources) -> None:
+    """Track `name = literal` assignments, with their source (others make the name unknown)."""
+    value = None
     if isinstance(node, ast.Assign):
         targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
         try:
             value = literal(node.value, names) if len(targets) == len(node.targets) == 1 else None
         except _Unconvertible:
             value = None
-        for target in ast.walk(node):
-            if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
-                names.pop(target.id, None)
-        if value is not None:
-            names[targets[0]] = value
-    else:
-        for target in ast.walk(node):
-            if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
-                names.pop(target.id, None)
+        text = sources.text(node.value) if value is not None else None
+    for target in ast.walk(node):
+        if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+            names.pop(target.id, None)
+            sources.forget(target.id)
+    if value is not None:
+        names[targets[0]] = value
+        sources.bind(targets[0], *text)
 
 
 @functools.lru_cache(maxsize=8192)

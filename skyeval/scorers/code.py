@@ -11,6 +11,7 @@ result then says `grading: in_process`. See docs/sandbox.md.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import marshal
 import re
@@ -39,8 +40,10 @@ LEETCODE_PRELUDE = "".join(f"from {m} import *\n" for m in (*_MODULES, "builtins
 )
 
 # Runs inside the sandbox (the system Python 3): reads the marker from stdin, loads
-# spec.marshal (program, calls as (how, name, args, kwargs, then), residual test code), runs the
-# program, makes each call and writes one tagged line per result: "i\tv\t<value as tagged
+# spec.marshal (program, calls as (how, name, args, kwargs, then, source), the bindings the
+# sources read, residual test code), builds the arguments a call gives as source text (the
+# test's own literals, so a set iterates as the test's would) before any program code runs,
+# runs the program, makes each call and writes one tagged line per result: "i\tv\t<value as tagged
 # JSON>", "i\te\t<error>", or for residual code "j\tr\t" / "j\tf\t<error>". `then` is what
 # the assert itself did to the value in this process: bool() it (`assert C`, `not C`) or
 # iterate it (`set(C)`, `sorted(C)` ... of a generator). Values are
@@ -105,6 +108,27 @@ def _resolve(ns, how, name):
         return getattr(cls(), name)
     return ns[name]
 
+def _arguments(spec):
+    """Each call's (args, kwargs), or the error building them raised."""
+    scope = {"__builtins__": __builtins__}
+    try:
+        exec(spec["bindings"], scope)
+        failed = None
+    except BaseException as exc:
+        failed = exc
+    built = []
+    for how, name, args, kwargs, then, source in spec["calls"]:
+        if source is None:
+            built.append((args, kwargs))
+            continue
+        try:
+            if failed is not None:
+                raise failed
+            built.append(eval(source, scope))
+        except BaseException as exc:
+            built.append(exc)
+    return built
+
 def _main():
     marker = sys.stdin.readline().strip()
     out = os.fdopen(os.dup(1), "w")
@@ -114,6 +138,7 @@ def _main():
     with open("spec.marshal", "rb") as f:
         spec = marshal.load(f)
     os.remove("spec.marshal")
+    built = _arguments(spec)
     try:
         code = compile(spec["source"], "solution.py", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -127,8 +152,11 @@ def _main():
         report("0\tl\t" + _error(exc))
         return
     found = {}
-    for i, (how, name, args, kwargs, then) in enumerate(spec["calls"]):
+    for i, (how, name, _, _, then, _) in enumerate(spec["calls"]):
         try:
+            if isinstance(built[i], BaseException):
+                raise built[i]
+            args, kwargs = built[i]
             if (how, name) not in found:
                 found[how, name] = _resolve(ns, how, name)
             value = found[how, name](*args, **kwargs)
@@ -247,9 +275,15 @@ class HarnessPlan:
         return "in_process" if self.residual else "isolated"
 
     def spec(self) -> bytes:
-        """spec.marshal: the program and the arguments, never an expected value."""
-        calls = [(self.how, c.function, c.args, c.kwargs, _THEN.get(c.comparison)) for c in self.calls]
-        spec = {"source": self.source, "header": self.header, "calls": calls, "residual": self.residual}
+        """spec.marshal: the program and the arguments, never an expected value. Arguments
+        read from a test's source go as that source (built in the sandbox, as the test
+        builds them: a rebuilt set could iterate in another order); call tests' as values."""
+        calls = [(self.how, c.function, () if c.source else c.args, {} if c.source else c.kwargs,
+                  _THEN.get(c.comparison), c.source or None) for c in self.calls]
+        bindings = dict(b for c in self.calls for b in c.bindings)
+        lines = "".join(f"{name} = {text}\n" for name, text in sorted(bindings.items(), key=lambda b: int(b[0][2:])))
+        spec = {"source": self.source, "header": self.header, "calls": calls, "bindings": lines,
+                "residual": self.residual}
         return marshal.dumps(spec, 4)  # format 4 holds plain data alike on every Python 3 since 3.4
 
     def judge(self, call: CallTest, value_text: str) -> str | None:
@@ -271,7 +305,7 @@ _THEN = {"truthy": "bool", "falsy": "bool", "set": "list", "sorted": "list", "tu
 
 
 def _bound(call: CallTest, entry_point: str) -> CallTest:
-    return CallTest(entry_point, call.args, call.kwargs, call.expected, call.comparison, call.tolerance)
+    return dataclasses.replace(call, function=entry_point)
 
 
 def _reported(stdout: str, marker: str) -> dict[tuple[str, int], tuple[str, str]]:
