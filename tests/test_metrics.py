@@ -317,10 +317,25 @@ def test_grading_shares_count_merge_and_survive_state():
     for record in records("c", [0, 0], grading="isolated"):
         other.add_score(record)
     acc.merge(MetricsAccumulator.from_state(json.loads(json.dumps(other.state()))))
-    assert acc.grading_summary() == {"grading": {"in_process": 2 / 6, "isolated": 4 / 6, "samples": 6}}
+    assert acc.grading_summary() == {"grading": {"in_process": 2 / 6, "isolated": 4 / 6, "samples": 6},
+                                     "passed_by_tolerance": 0}
     plain = MetricsAccumulator(1)
     plain.add_score(records("a", [1])[0])
     assert plain.grading_summary() == {}
+
+
+def test_passed_by_tolerance_counts_merge_and_survive_state():
+    """summary.json `scoring.passed_by_tolerance`: code samples that passed only by the float
+    tolerance (issue 39), streamed and merged across shards."""
+    acc, other = MetricsAccumulator(2), MetricsAccumulator(2)
+    for record in (records("a", [1, 1], grading="isolated", passed_by_tolerance=True)
+                   + records("b", [1, 0], grading="isolated", passed_by_tolerance=False)):
+        acc.add_score(record)
+    for record in records("c", [1, 0], grading="in_process", passed_by_tolerance=True)[:1]:
+        other.add_score(record)
+    acc.merge(MetricsAccumulator.from_state(json.loads(json.dumps(other.state()))))
+    assert acc.grading_summary()["passed_by_tolerance"] == 3
+    assert MetricsAccumulator.from_state(json.loads(json.dumps(acc.state()))).passed_by_tolerance == 3
 
 
 def test_a_spec_without_n_samples_reads_every_sample_and_its_interval_its_own_n():

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from skyeval.envs.base import Env, RowScorer, check_positive
 from skyeval.envs.data import read_records, resolve_data_dir
 from skyeval.envs.math import check_knob
+from skyeval.errors import ConfigError
 from skyeval.templates import Template
 
 if TYPE_CHECKING:
@@ -63,10 +64,16 @@ _CHECK_CALL = re.compile(r"^check\((.+)\)\s*$", re.MULTILINE)
 class CodeEnv(Env):
     """A problem statement plus tests; scored by running the extracted code in the sandbox.
 
-    Knobs: `timeout_s` (wall clock per sandbox run, also the CPU limit), `memory_mb`
+    Knobs: `timeout_s` (the benchmark's time limit per sandbox run, as CPU time: RLIMIT_CPU),
+    `wall_multiple` (wall time allowed per run, in multiples of `timeout_s`: a loaded machine
+    slows a program down without making it wrong), `memory_mb`
     (address-space limit), `stop_at_first_failure` (skip the remaining stdin runs of a
     failed sample: same verdict, less time), `score_threads` (sandboxes run at once per Ray
-    scoring task: a sandbox mostly waits on its child process, so one core keeps several busy)."""
+    scoring task: a sandbox mostly waits on its child process, so one core keeps several busy),
+    `float_rule` (`exact`: floats as the benchmark's own checker compares them; `tolerant`:
+    also within 1e-6; unset: the benchmark's documented rule, `default_float_rule`)."""
+
+    default_float_rule = "tolerant"  # docs/sandbox.md says which benchmark uses which, and why
 
     required_keys = ("tests_json",)  # a row without its tests has nothing to score against
 
@@ -78,11 +85,21 @@ class CodeEnv(Env):
         memory_mb: int = 2048,
         stop_at_first_failure: bool = True,
         score_threads: int = 4,
+        float_rule: str | None = None,
+        wall_multiple: float = 3.0,
         **kwargs: Any,
     ) -> None:
+        from skyeval.scorers.code import FLOAT_RULES
+
         super().__init__(**kwargs)
         self.timeout_s, self.memory_mb = check_positive("env.timeout_s", timeout_s), memory_mb
         self.stop_at_first_failure, self.score_threads = stop_at_first_failure, score_threads
+        self.wall_multiple = check_positive("env.wall_multiple", wall_multiple)
+        if self.wall_multiple < 1:
+            raise ConfigError(f"env.wall_multiple must be >= 1 (wall time is a multiple of the CPU limit), "
+                              f"got {wall_multiple!r}")
+        self.float_rule = float_rule or self.default_float_rule
+        check_knob("env.float_rule", self.float_rule, FLOAT_RULES)
 
     def problem(self, problem_id: str, question: str, tests: dict[str, Any] | None, *,
                 instruction: str = STDIN_INSTRUCTION, solution: str | None = None,
@@ -114,7 +131,7 @@ class CodeEnv(Env):
     def describe_scoring(self) -> dict[str, Any]:
         from skyeval.scorers.sandbox import describe
 
-        return {"sandbox": describe()}
+        return {"sandbox": describe(), "float_rule": self.float_rule}
 
     scorer_name = "code"
 
@@ -137,14 +154,20 @@ class CodeScorer:
             raise ValueError(f"score_item of env {self.env.name!r} needs key 'tests_json' (the problem's tests), "
                              f"which this item lacks: it has {sorted(item)} (rows from env.read_dataset() have it)")
         env = self.env
-        limits = SandboxLimits(timeout_s=env.timeout_s, cpu_s=env.timeout_s, memory_mb=env.memory_mb)
+        limits = SandboxLimits(timeout_s=env.timeout_s * env.wall_multiple, cpu_s=env.timeout_s,
+                               memory_mb=env.memory_mb)
         return score_code(item.get("generation") or "", json.loads(item["tests_json"]), limits=limits,
-                          stop_at_first_failure=env.stop_at_first_failure, starter_code=item.get("starter_code"))
+                          stop_at_first_failure=env.stop_at_first_failure, starter_code=item.get("starter_code"),
+                          float_rule=env.float_rule)
 
 
 class HumanEvalEnv(CodeEnv):
     """HumanEval: complete the function in `prompt`; `check(entry_point)` with the prompt
-    as prelude (so a bare completion of the body also runs)."""
+    as prelude (so a bare completion of the body also runs). Floats `exact`: its tests write
+    a tolerance where the task allows one (`abs(x - y) < 1e-6`), and `==` on a float is a
+    value the task fixes (e.g. rounded to two decimals)."""
+
+    default_float_rule = "exact"
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         tests = {"type": "functional", "test": row["test"], "entry_point": row["entry_point"], "prelude": row["prompt"]}
@@ -244,7 +267,10 @@ class TACOEnv(APPSEnv):
 class LiveCodeBenchEnv(CodeEnv):
     """LiveCodeBench (`livecodebench/code_generation_lite`): public tests as JSON, private
     tests as base64(zlib(pickle(JSON))) decoded without unpickling any object. Knobs:
-    `difficulty` (easy|medium|hard|all) and a `contest_date` window (ISO dates, inclusive)."""
+    `difficulty` (easy|medium|hard|all) and a `contest_date` window (ISO dates, inclusive).
+    Floats `exact`, as its leaderboard's checker (stdout decimals exactly, call results `==`)."""
+
+    default_float_rule = "exact"
 
     def __init__(self, difficulty: str = "all", start_date: str | None = None, end_date: str | None = None,
                  **kwargs: Any) -> None:

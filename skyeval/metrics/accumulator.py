@@ -160,6 +160,7 @@ class MetricsAccumulator:
         self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
         self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
+        self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -188,6 +189,7 @@ class MetricsAccumulator:
         self.parse_failed += bool(record.get("parse_failed"))
         if record.get("grading") is not None:
             self.grading[str(record["grading"])] += 1
+        self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -304,6 +306,7 @@ class MetricsAccumulator:
         self.completion.counts.update(other.completion.counts)
         self.reasoning.counts.update(other.reasoning.counts)
         self.grading.update(other.grading)
+        self.passed_by_tolerance += other.passed_by_tolerance
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -331,6 +334,7 @@ class MetricsAccumulator:
             "open": {pid: [[i, s, a] for i, (s, a) in sorted(samples.items())] for pid, samples in self._open.items()},
             "rows": self._rows,
             "grading": dict(self.grading),
+            "passed_by_tolerance": self.passed_by_tolerance,
         }
 
     @classmethod
@@ -352,15 +356,18 @@ class MetricsAccumulator:
         acc._open = {pid: {i: (s, a) for i, s, a in samples} for pid, samples in state["open"].items()}
         acc._rows = list(state["rows"])
         acc.grading = Counter(state.get("grading") or {})
+        acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
         return acc
 
     def grading_summary(self) -> dict[str, Any]:
         """summary.json `scoring.grading`: the share of scored samples graded each way
-        (code envs: `isolated` or `in_process`, docs/sandbox.md); {} when none says."""
+        (code envs: `isolated` or `in_process`, docs/sandbox.md), and `scoring.passed_by_tolerance`:
+        how many passed only by the float tolerance; {} when no sample says how it was graded."""
         total = sum(self.grading.values())
         if not total:
             return {}
-        return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total}}
+        return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total},
+                "passed_by_tolerance": self.passed_by_tolerance}
 
     # -- output ------------------------------------------------------------------------------
     def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:

@@ -182,7 +182,8 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "counts": counts,
         "failures_by_stage": dict(by_stage),
         "metrics": metrics.summary() if base["stage"] != "generate" else {},
-        "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items() if k != "grading"},
+        "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items()
+                       if k not in ("grading", "passed_by_tolerance")},
                     **metrics.grading_summary()},
         "duration_s": round(_seconds(max(s["finished_at"] for s in states))
                             - _seconds(min(s["started_at"] for s in states)), 2),

@@ -18,7 +18,7 @@ import re
 import secrets
 
 from skyeval.scorers.asserts import CallTest, convert_assert, convert_check, passes
-from skyeval.scorers.compare import DEFAULT_TOLERANCE, Tolerance, Unrepresentable, as_json, decode, outputs_match
+from skyeval.scorers.compare import DEFAULT_TOLERANCE, EXACT, Tolerance, Unrepresentable, as_json, decode, outputs_match
 from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, run_program
 
 logger = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ _ALIASES = {
     "javascript": {"javascript", "js"},
 }
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+FLOAT_RULES = ("exact", "tolerant")
 _HARNESS_MODES = ("call", "functional", "asserts")
 _MODULES = ("string re datetime collections heapq bisect copy math random statistics itertools "
             "functools operator io sys json").split()
@@ -205,12 +206,31 @@ def _text(value: str | list[str]) -> str:
     return "\n".join(value) if isinstance(value, list) else value
 
 
-def _tolerance(tests: dict) -> Tolerance | None:
-    """The tests' float tolerance: `float_tolerance` [rel, abs], null for exact decimals, else the default."""
+def _own_tolerance(tests: dict) -> Tolerance | None:
+    """How the benchmark's own checker compares floats: `float_tolerance` [rel, abs] (APPS's
+    np.allclose), null for stdout floats as exact decimals (LiveCodeBench), else `==`."""
     if "float_tolerance" not in tests:
-        return DEFAULT_TOLERANCE
+        return EXACT
     given = tests["float_tolerance"]
     return None if given is None else Tolerance(*given)
+
+
+class Verdicts:
+    """Judges values under a float rule (docs/sandbox.md): `exact` compares as the
+    benchmark's own checker does; `tolerant` also accepts floats within `DEFAULT_TOLERANCE`,
+    and notes whether any test passed only so (`by_tolerance`)."""
+
+    def __init__(self, tests: dict, float_rule: str) -> None:
+        self.own, self.tolerant, self.by_tolerance = _own_tolerance(tests), float_rule == "tolerant", False
+
+    def judge(self, check) -> bool:
+        """`check(tolerance)` under the benchmark's own comparison, then (tolerant) the default's."""
+        if check(self.own):
+            return True
+        if self.tolerant and check(DEFAULT_TOLERANCE):
+            self.by_tolerance = True
+            return True
+        return False
 
 
 def _run_failure(run: RunResult) -> str:
@@ -222,28 +242,30 @@ def _run_failure(run: RunResult) -> str:
     return "compile_error" if compile_failed and last.startswith(_SYNTAX_ERRORS) else "runtime_error"
 
 
-def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool) -> tuple[list[str | None], bool]:
-    """Run the program once per input; return per-test failure kinds and whether any timed out."""
+def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool,
+                 verdicts: Verdicts) -> tuple[list[str | None], str | None]:
+    """Run the program once per input; return per-test failure kinds and which limit ended
+    the first run that timed out ("cpu" | "wall", None: none did)."""
     kinds: list[str | None] = []
-    timed_out = False
-    tol = _tolerance(tests)
+    timeout = None
     for stdin, want in zip(tests["inputs"], tests["outputs"], strict=True):
         run = run_program(code, _text(stdin), limits=limits)
-        timed_out |= run.status == "timeout"
+        timeout = timeout or run.timeout
         if run.status == "ok":
-            kinds.append(None if outputs_match(run.stdout, _text(want), tol) else "wrong_answer")
+            matched = verdicts.judge(lambda tol: outputs_match(run.stdout, _text(want), tol))
+            kinds.append(None if matched else "wrong_answer")
         else:
             kinds.append(_run_failure(run))
         if kinds[-1] == "compile_error" or (kinds[-1] and stop):
             break
-    return kinds, timed_out
+    return kinds, timeout
 
 
 class HarnessPlan:
     """What one sandboxed harness run does for a tests dict: the program, the calls it
     makes (with how to find the function), the residual test code run in-process."""
 
-    def __init__(self, program: str, tests: dict) -> None:
+    def __init__(self, program: str, tests: dict, float_rule: str = "tolerant") -> None:
         kind = tests["type"]
         self.header, self.source, self.residual = "", program, []
         self.json_view = self.unwrap = False
@@ -264,7 +286,7 @@ class HarnessPlan:
             for test in tests["asserts"]:
                 call = convert_assert(test)
                 (self.calls if call else self.residual).append(call or test)
-        self.tolerance = _tolerance(tests)
+        self.verdicts = Verdicts(tests, float_rule)
 
     @property
     def total(self) -> int:
@@ -295,9 +317,9 @@ class HarnessPlan:
             return "wrong_answer"
         if self.json_view:
             got = as_json(got)
-        ok = passes(call, got, self.tolerance)
-        if not ok and self.unwrap and type(call.expected) is list and len(call.expected) == 1:
-            ok = passes(CallTest(call.function, call.args, call.kwargs, call.expected[0]), got, self.tolerance)
+        unwrapped = self.unwrap and type(call.expected) is list and len(call.expected) == 1
+        ok = self.verdicts.judge(lambda tol: passes(call, got, tol) or (
+            unwrapped and passes(dataclasses.replace(call, expected=call.expected[0]), got, tol)))
         return None if ok else "wrong_answer"
 
 
@@ -335,17 +357,16 @@ def _error_kind(payload: str) -> str:
     return kind if kind in ("memory", "runtime_error", "wrong_answer") else "runtime_error"
 
 
-def _score_harness(program: str, tests: dict, limits: SandboxLimits) -> tuple[list[str | None], int, bool, str]:
+def _score_harness(plan: HarnessPlan, limits: SandboxLimits) -> tuple[list[str | None], int, str | None, str]:
     """Run all calls and residual tests in one sandboxed harness; return per-test failure
-    kinds (None = passed), the test count, the timeout flag and how the tests were graded."""
-    plan = HarnessPlan(program, tests)
+    kinds (None = passed), the test count, the limit that ended it ("cpu" | "wall" | None)
+    and how the tests were graded."""
     marker = f"@@skyeval-{secrets.token_hex(16)}@@"
     run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": plan.spec()})
     found = _reported(run.stdout, marker)
-    timed_out = run.status == "timeout"
     if ("load", 0) in found:
         status, payload = found["load", 0]
-        return ["compile_error" if status == "c" else _error_kind(payload)], plan.total, False, plan.grading
+        return ["compile_error" if status == "c" else _error_kind(payload)], plan.total, None, plan.grading
     unfinished = _run_failure(run) if run.status != "ok" else "runtime_error"
     kinds: list[str | None] = []
     for i, call in enumerate(plan.calls):
@@ -355,7 +376,7 @@ def _score_harness(program: str, tests: dict, limits: SandboxLimits) -> tuple[li
     for j in range(len(plan.residual)):
         status, payload = found.get(("residual", j), ("", ""))
         kinds.append(None if status == "r" else _error_kind(payload) if status == "f" else unfinished)
-    return kinds, plan.total, timed_out, plan.grading
+    return kinds, plan.total, run.timeout, plan.grading
 
 
 def _with_starter(code: str, starter_code: str | None) -> str:
@@ -368,7 +389,8 @@ def _with_starter(code: str, starter_code: str | None) -> str:
     return f"{starter_code.rstrip()}\n{code}"
 
 
-def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bool, grading: str) -> dict:
+def _result(code: str | None, kinds: list[str | None], total: int, timeout: str | None, grading: str,
+            by_tolerance: bool = False) -> dict:
     """The score_code dict from per-test failure kinds (None = passed)."""
     passed_count = sum(kind is None for kind in kinds)
     passed = total > 0 and passed_count == total and len(kinds) == total
@@ -382,8 +404,10 @@ def _result(code: str | None, kinds: list[str | None], total: int, timed_out: bo
         "failure_kind": failure,
         "parse_failed": code is None,
         "extracted": code,
-        "timed_out": timed_out,
+        "timed_out": timeout is not None,
+        "timeout": timeout,  # which limit ended a timed-out run: "cpu" or "wall"
         "grading": grading,
+        "passed_by_tolerance": passed and by_tolerance,
     }
 
 
@@ -397,33 +421,40 @@ def grading_of(tests: dict) -> str:
 
 
 def score_code(generation: str, tests: dict, *, limits: SandboxLimits | None = None,
-               stop_at_first_failure: bool = True, starter_code: str | None = None) -> dict:
+               stop_at_first_failure: bool = True, starter_code: str | None = None,
+               float_rule: str = "tolerant") -> dict:
     """Score a generation against `tests` (stdin/call/functional/asserts).
 
     Whatever the program does gives a verdict; only a sandbox that cannot be set up
     raises (`SandboxSetupError`), so the sample is a scoring failure, not a wrong answer.
     `stop_at_first_failure` skips the remaining stdin runs of a failed sample (the other
-    kinds run all their tests in one sandbox run anyway).
+    kinds run all their tests in one sandbox run anyway). `float_rule` is `exact` (floats
+    as the benchmark's own checker compares them) or `tolerant` (also within
+    `DEFAULT_TOLERANCE`; `passed_by_tolerance` says a pass needed it).
     """
+    if float_rule not in FLOAT_RULES:
+        raise ValueError(f"unknown float rule {float_rule!r}: one of {', '.join(FLOAT_RULES)}")
     code = extract_code(generation)
     grading = grading_of(tests) if isinstance(tests, dict) else "isolated"
     try:
         if code is None:
-            return _result(None, [], _count(tests), False, grading)
+            return _result(None, [], _count(tests), None, grading)
         program = _with_starter(code, starter_code)
         limits = limits or SandboxLimits()
         if tests["type"] == "stdin":
-            kinds, timed_out = _score_stdin(program, tests, limits, stop_at_first_failure)
-            return _result(code, kinds, len(tests["inputs"]), timed_out, grading)
+            verdicts = Verdicts(tests, float_rule)
+            kinds, timeout = _score_stdin(program, tests, limits, stop_at_first_failure, verdicts)
+            return _result(code, kinds, len(tests["inputs"]), timeout, grading, verdicts.by_tolerance)
         if tests["type"] not in _HARNESS_MODES:
             raise ValueError(f"unknown test type {tests['type']!r}")
-        kinds, total, timed_out, grading = _score_harness(program, tests, limits)
-        return _result(code, kinds, total, timed_out, grading)
+        plan = HarnessPlan(program, tests, float_rule)
+        kinds, total, timeout, grading = _score_harness(plan, limits)
+        return _result(code, kinds, total, timeout, grading, plan.verdicts.by_tolerance)
     except SandboxSetupError:
         raise
     except Exception:
         logger.exception("code scoring failed; counted as a runtime error")
-        return _result(code, ["runtime_error"], _count(tests), False, grading)
+        return _result(code, ["runtime_error"], _count(tests), None, grading)
 
 
 def _count(tests: dict) -> int:

@@ -24,6 +24,7 @@ class Tolerance:
 
 
 DEFAULT_TOLERANCE = Tolerance()
+EXACT = Tolerance(0.0, 0.0)  # floats as Python's `==` compares them (NaN still equals NaN)
 
 
 class Unrepresentable(ValueError):

@@ -34,7 +34,10 @@ _KILL = "/bin/kill"
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+# PYTHONHASHSEED fixed: str/bytes hashes, hence the order of a set of strings, are the same in
+# every run, so a program that depends on that order gets one verdict, run after run.
+HASH_SEED = "0"
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": HASH_SEED}
 _UID_BASE = 1_000_000_000
 _PROBE_UID = _UID_BASE - 1
 _SLOTS = 64
@@ -45,7 +48,10 @@ _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
 
 @dataclass
 class SandboxLimits:
-    """Per-run limits. `max_processes` holds only when the sandbox can drop to its own uid."""
+    """Per-run limits: `cpu_s` of CPU time (RLIMIT_CPU, whole seconds, rounded up) and
+    `timeout_s` of wall time. Give wall time a multiple of the CPU limit, so that a loaded
+    machine does not turn a right program into a timeout. `max_processes` holds only when
+    the sandbox can drop to its own uid."""
 
     timeout_s: float = 6.0
     cpu_s: float = 5.0
@@ -64,6 +70,7 @@ class RunResult:
     stdout: str
     stderr: str
     duration_s: float
+    timeout: str | None = None  # which limit ended a "timeout": "cpu" (RLIMIT_CPU) or "wall"
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,8 @@ def _command(python: str, net_flags: int, private_tmp: bool, limits: SandboxLimi
             (resource.RLIMIT_CORE, 0, 0),
         ]
     config = (net_flags, _PRIVATE_DIRS if private_tmp else (), rlimits, uid)
-    return [python, "-E", "-s", "-B", "-c", f"{_BOOTSTRAP}exec(_boot(*{config!r}))\n"]
+    # no -E: the environment is _ENV alone, and PYTHONHASHSEED must be read
+    return [python, "-s", "-B", "-c", f"{_BOOTSTRAP}exec(_boot(*{config!r}))\n"]
 
 
 class SandboxSetupError(SkyevalError, RuntimeError):
@@ -423,12 +431,14 @@ def _execute(workdir: Path, stdin: str, limits: SandboxLimits, host: _Host, uid:
     stderr = pump.err.decode(errors="replace")
     if not set_up:
         raise SandboxSetupError(f"sandbox setup failed (exit {returncode}): {stderr.strip()[-500:]}")
+    status = _status(killed, returncode, stderr)
     return RunResult(
-        status=_status(killed, returncode, stderr),
+        status=status,
         returncode=None if killed else returncode,
         stdout=pump.out.decode(errors="replace"),
         stderr=stderr,
         duration_s=time.monotonic() - start,
+        timeout=("wall" if killed == "timeout" else "cpu") if status == "timeout" else None,
     )
 
 

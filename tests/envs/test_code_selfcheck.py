@@ -60,3 +60,4 @@ def test_cli_humaneval_reference_scores_full_marks(tmp_path, data_dir):
     assert sandbox["python"] and sandbox["python_version"].startswith("3.") and sandbox["protections"]["rlimits"]
     # 158 problems' asserts all convert; 6 keep a random or computed check that runs in-process
     assert summary["scoring"]["grading"] == {"in_process": 6 / 164, "isolated": 158 / 164, "samples": 164}
+    assert summary["scoring"]["float_rule"] == "exact" and summary["scoring"]["passed_by_tolerance"] == 0

@@ -15,7 +15,7 @@ from skyeval.scorers.sandbox import SandboxLimits
 DATA = Path(os.environ.get("SKYEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 FAST = SandboxLimits(timeout_s=2.0, cpu_s=2.0)
 KEYS = {"score", "passed", "tests_passed", "tests_total", "failure_kind", "parse_failed", "extracted", "timed_out",
-        "grading"}
+        "timeout", "grading", "passed_by_tolerance"}
 
 
 def fenced(code: str, tag: str = "python") -> str:

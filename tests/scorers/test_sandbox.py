@@ -94,8 +94,26 @@ def test_infinite_loop_times_out_and_group_is_gone():
         "while True: pass\n"
     )
     result = _alongside(lambda: run_program(program, limits=SandboxLimits(timeout_s=1.5)))
-    assert result.status == "timeout" and result.returncode is None
+    assert result.status == "timeout" and result.returncode is None and result.timeout == "wall"
     assert not _alive(int(result.stdout.split()[0]))
+
+
+def test_cpu_limit_ends_a_busy_program_and_says_so():
+    """RLIMIT_CPU ends a busy program at its CPU limit, whatever the wall time allowed
+    (60 s here: only bounds a hang); a sleeping one is ended by the wall limit."""
+    busy = run_program("while True: pass", limits=SandboxLimits(timeout_s=60, cpu_s=1))
+    assert (busy.status, busy.timeout) == ("timeout", "cpu")
+    sleeping = run_program("import time\ntime.sleep(60)", limits=SandboxLimits(timeout_s=1, cpu_s=30))
+    assert (sleeping.status, sleeping.timeout) == ("timeout", "wall")
+    assert run_program("print(1)").timeout is None
+
+
+def test_string_hashes_are_the_same_in_every_run():
+    """PYTHONHASHSEED is fixed (sandbox.HASH_SEED): a set of strings iterates alike in every
+    run, so a program that depends on it gets one verdict."""
+    program = "print(hash('skyeval'), list({'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}))"
+    outputs = {run_program(program).stdout for _ in range(3)}
+    assert len(outputs) == 1, outputs
 
 
 @needs_uid
