@@ -161,8 +161,8 @@ def test_right_program_passes_on_a_loaded_machine():
              "test": "def check(candidate):\n    assert candidate(1) == 2\n"}
     env = SkyEnvBuilder.build("humaneval", {"timeout_s": 2, "wall_multiple": 10})
     scored = {"generation": fenced(program), "tests_json": json.dumps(tests)}
-    cores = sorted(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
+    cores = sorted(before)[:16]  # a busy process per core (at most 16: the program's core is what counts)
     procs = _busy_loops(cores)
     try:
         os.sched_setaffinity(0, {cores[0]})  # the sandboxed program inherits it: it shares that core
