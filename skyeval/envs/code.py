@@ -99,7 +99,10 @@ class CodeEnv(Env):
             raise ConfigError(f"env.wall_multiple must be >= 1 (wall time is a multiple of the CPU limit), "
                               f"got {wall_multiple!r}")
         self.float_rule = float_rule or self.default_float_rule
-        check_knob("env.float_rule", self.float_rule, FLOAT_RULES)
+        try:
+            check_knob("env.float_rule", self.float_rule, FLOAT_RULES)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     def problem(self, problem_id: str, question: str, tests: dict[str, Any] | None, *,
                 instruction: str = STDIN_INSTRUCTION, solution: str | None = None,
