@@ -4,6 +4,7 @@ Every hostile program is bounded (a few hundred forks, a few GB, ~1 GB of output
 containment failure cannot take the machine down.
 """
 
+import json
 import os
 import resource
 import secrets
@@ -181,19 +182,49 @@ def test_environment_secrets_are_not_passed(monkeypatch):
     assert secret not in result.stdout and "OPENAI_API_KEY" not in result.stdout
 
 
+# Started with the secret in its environment (what /proc/<pid>/environ shows), runs a program
+# in the sandbox that reads the environ of each of its ancestors, and reports as JSON.
+_PARENT = r"""
+import json, os, sys
+from skyeval.scorers.sandbox import run_program
+
+program = sys.argv[1].replace("PARENT_PID", str(os.getpid()))
+with open("/proc/self/environ", "rb") as f:
+    own = f.read().decode(errors="replace")
+result = run_program(program)
+print(json.dumps({"pid": os.getpid(), "secret_in_own_environ": os.environ["OPENAI_API_KEY"] in own,
+                  "status": result.status, "stdout": result.stdout, "stderr": result.stderr}))
+"""
+_READ_ANCESTORS = (
+    "import os\n"
+    "pids, pid = [PARENT_PID], os.getppid()\n"
+    "while pid > 1:  # every ancestor, whatever runs the sandbox\n"
+    "    pids.append(pid)\n"
+    "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "for pid in dict.fromkeys(pids):\n"
+    "    try:\n"
+    "        print('read', pid, open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace'))\n"
+    "    except OSError as exc:\n"
+    "        print('blocked', pid, type(exc).__name__)\n"
+)
+
+
 @needs_uid
-def test_parent_environment_is_unreadable(monkeypatch):
+def test_parent_environment_is_unreadable():
     secret = "sk-fake-" + secrets.token_hex(8)
-    monkeypatch.setenv("OPENAI_API_KEY", secret)
-    program = (
-        "import os\n"
-        "try:\n"
-        "    print(open(f'/proc/{os.getppid()}/environ').read())\n"
-        "except OSError as exc:\n"
-        "    print(exc)\n"
-    )
-    result = _alongside(lambda: run_program(program))
-    assert secret not in result.stdout
+    env = {**os.environ, "OPENAI_API_KEY": secret, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def parent() -> dict:
+        done = subprocess.run([sys.executable, "-c", _PARENT, _READ_ANCESTORS], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    report = _alongside(parent)
+    assert report["secret_in_own_environ"]  # the file the program reads would show it
+    assert report["status"] == "ok", report["stderr"]
+    assert secret not in report["stdout"]
+    assert f"blocked {report['pid']} PermissionError" in report["stdout"]  # it tried the process holding it
 
 
 @needs_netns
