@@ -24,6 +24,7 @@ from skyeval.scorers.code import score_code
 from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, active_protections, run_program
 
 PROTECTIONS = active_protections()
+HOST = sandbox._host()  # this host's own probe (cached: the sandbox probes once per process)
 needs_uid = pytest.mark.skipif(
     not PROTECTIONS["uid_drop"], reason="needs root + /usr/bin/python3: without a uid drop the program runs as us"
 )
@@ -31,6 +32,21 @@ needs_netns = pytest.mark.skipif(not PROTECTIONS["netns"], reason="network names
 
 GOOD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
 GOOD_TESTS = {"type": "stdin", "inputs": ["1 2\n", "40 2\n"], "outputs": ["3\n", "42\n"]}
+
+
+@pytest.fixture(autouse=True)
+def host_probe():
+    """Each test starts with the cached probe of this host as it is, and leaves it so: a
+    test that probes again under monkeypatching (`reprobe`) can't leak its result into
+    the next (any order, e.g. `pytest -p randomly`)."""
+    def restore() -> None:
+        if sandbox._host.cache_info().currsize and sandbox._host() != HOST:
+            sandbox._host.cache_clear()
+        assert sandbox._host() == HOST  # probed again if need be: the host itself did not change
+
+    restore()
+    yield HOST
+    restore()
 
 
 def _good_passes() -> bool:
@@ -74,7 +90,8 @@ def test_program_runs_as_a_script():
 
 
 @needs_netns
-def test_sandbox_that_cannot_be_set_up_is_an_error_not_a_verdict(monkeypatch):
+def test_sandbox_that_cannot_be_set_up_is_an_error_not_a_verdict(monkeypatch, host_probe):
+    assert host_probe.netns  # probed before the patch: the sandbox believes it can unshare
     monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
     with pytest.raises(SandboxSetupError, match="unshare failed"):
         run_program("print('never runs')")
