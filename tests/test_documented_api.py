@@ -10,9 +10,11 @@ Env.save rewrite.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -303,16 +305,37 @@ def test_nonsense_values_are_refused_up_front(tmp_path, data_dir, override, mess
     assert not any((tmp_path / "outputs").rglob("*.jsonl")) if (tmp_path / "outputs").exists() else True
 
 
-def test_command_table_missing_module_is_one_line(tmp_path):
+def test_command_table_modules_all_import():
     from skyeval.cli import COMMANDS
 
     assert {"audit", "merge", "compare", "report", "evaluate", "generate", "score"} <= set(COMMANDS)
-    for name, target in COMMANDS.items():
-        module = target.partition(":")[0]
-        try:
-            missing = importlib.util.find_spec(module) is None
-        except ModuleNotFoundError:
-            missing = True
-        if missing:
-            proc = run_cli(name, cwd=tmp_path, check=False)
-            assert proc.returncode == 2 and f"its module {module} is missing" in proc.stderr
+    for target in COMMANDS.values():
+        module, _, function = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), target
+
+
+# The CLI with two extra table entries: a module that is not there, and one that is there
+# but needs a package that is not (its own import error must not pass for a missing command).
+_CLI_WITH_GHOSTS = """import sys
+from skyeval import cli
+cli.COMMANDS["ghost"] = "skyeval.no_such_module:main"
+cli.COMMANDS["needs-dep"] = "needs_dep_cmd:main"
+cli.main(sys.argv[1:])
+"""
+
+
+def test_command_table_missing_module_is_one_line(tmp_path):
+    (tmp_path / "needs_dep_cmd.py").write_text("import skyeval_no_such_dependency\n\ndef main(argv):\n    return 0\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+    def run(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _CLI_WITH_GHOSTS, command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    ghost = run("ghost")
+    assert ghost.returncode == 2 and ghost.stdout == ""
+    assert ghost.stderr == ("skyeval: error: command 'ghost' is not available in this install: "
+                            "its module skyeval.no_such_module is missing\n")
+    broken = run("needs-dep")  # the real error, with its traceback, not "the command is missing"
+    assert broken.returncode == 1 and "No module named 'skyeval_no_such_dependency'" in broken.stderr
+    assert "is not available in this install" not in broken.stderr
