@@ -67,6 +67,18 @@ def port_8000_server():
         yield server
 
 
+@pytest.fixture
+def cli_tmpdir():
+    """A TMPDIR for CLI runs (where tempfile, so the CLI, makes its temporary folders) that
+    only the test uses: short, under /tmp, as Unix socket paths (Ray's) need."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="skt-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 # ---- Python --------------------------------------------------------------------------------
 def test_build_and_score_one_item(data_dir):
     env = SkyEnvBuilder.build("AIME24")
@@ -178,13 +190,15 @@ def _user_file(tmp_path) -> Path:
 
 
 # ---- YAML ------------------------------------------------------------------------------------
-def test_user_yaml_composes_as_written(tmp_path, data_dir):
+def test_user_yaml_composes_as_written(tmp_path, data_dir, cli_tmpdir):
     (tmp_path / "AIME24.yaml").write_text(AIME24_YAML)
-    proc = run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", "--cfg", "job", "--resolve", cwd=tmp_path,
-                   env={"SKYHOME": str(tmp_path)})
+    proc = run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", "--cfg", "all", "--resolve", cwd=tmp_path,
+                   env={"SKYHOME": str(tmp_path), "TMPDIR": str(cli_tmpdir)})
     import yaml
 
     cfg = yaml.safe_load(proc.stdout)
+    searchpath = cfg.pop("hydra")["searchpath"]  # the file, normalised, was read from a folder in our TMPDIR
+    assert len(searchpath) == 1 and searchpath[0].startswith(f"file://{cli_tmpdir}/skyeval_config_")
     assert cfg["model_config"]["_target_"] == "skyeval.backends.vllm.VLLMConfig"
     assert cfg["model_config"]["engine_kwargs"] == {"tensor_parallel_size": 4} and "concurrency" not in cfg["model_config"]
     assert cfg["scaling"]["concurrency"] == 8
@@ -192,7 +206,7 @@ def test_user_yaml_composes_as_written(tmp_path, data_dir):
     assert cfg["env"]["limit"] == 3 and cfg["env"]["name"] == "aime24" and "env_kwargs" not in cfg["env"]
     assert cfg["metrics"] == [{"type": "pass", "k": 1, "n_samples": 64}] and cfg["sampling_params"]["n"] == 64
     assert cfg["logging"]["experiment_name"] == "aime24_Qwen/Qwen2-7B-Instruct_0.5"
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"skyeval_config_*/user_config/{tmp_path.name}*"))
+    assert not list(cli_tmpdir.iterdir())  # and that folder is gone
 
 
 @pytest.mark.slow
@@ -214,14 +228,13 @@ def test_user_yaml_runs_on_the_tiny_model(tmp_path, data_dir, tiny_model):
     ('experiment_name: "{$env.name}_x"', "not {$env.name}"),
     ('experiment_name: "${env.name"', "malformed interpolation"),
 ])
-def test_malformed_yaml_is_one_line_naming_file_line_and_fix(tmp_path, broken, where):
+def test_malformed_yaml_is_one_line_naming_file_line_and_fix(tmp_path, broken, where, cli_tmpdir):
     (tmp_path / "bad.yaml").write_text(f"env:\n  name: aime24\nlogging:\n  {broken}\n")
-    before = set(Path("/tmp").glob("skyeval_config_*"))
-    proc = run_cli("evaluate", "--config", "bad.yaml", cwd=tmp_path, check=False)
+    proc = run_cli("evaluate", "--config", "bad.yaml", cwd=tmp_path, check=False, env={"TMPDIR": str(cli_tmpdir)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert f"{tmp_path / 'bad.yaml'}:4:" in proc.stderr and where in proc.stderr
-    assert set(Path("/tmp").glob("skyeval_config_*")) <= before  # no temp dir left behind
+    assert not list(cli_tmpdir.iterdir())  # no temp dir left behind
 
 
 def test_metrics_are_checked(tmp_path):
@@ -237,13 +250,13 @@ def test_model_config_type_http_is_openai(tmp_path, data_dir):
 
 
 # ---- CLI -------------------------------------------------------------------------------------
-def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir):
-    proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path)
+def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir, cli_tmpdir):
+    proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path, env={"TMPDIR": str(cli_tmpdir)})
     header, *lines = proc.stdout.split("sweep: 2 runs", 1)[1].strip().splitlines()
     assert header == "over env"
     assert [line.split(":")[0].strip() for line in lines] == ["env=aime24", "env=amc23"]  # the swept value
     assert all("accuracy 1.0000" in line for line in lines)
-    assert not list(tmp_path.glob("skyeval_sweep_*"))
+    assert not list(cli_tmpdir.glob("skyeval_sweep_*"))  # where the CLI records the sweep's folders: removed
 
 
 def test_system_prompt_name_apart_from_literal_text(tmp_path, data_dir):
