@@ -51,6 +51,43 @@ def test_fingerprint_ignores_limit_n_and_transport_but_not_model_or_template():
     assert fingerprint(base) != fingerprint(hotter) and fingerprint(base) != fingerprint(other_prompt)
 
 
-@pytest.mark.parametrize("group", ["model_config", "template", "sampling_params", "logging"])
-def test_groups_have_a_cheap_default(group):
-    assert group in composed("+env=aime24")
+def _cheap_model_config(cfg) -> None:
+    from skyeval.backends.reference import ReferenceBackend, ReferenceConfig
+    from skyeval.config.schema import RunConfig
+
+    model = RunConfig.of(cfg).model_config
+    assert type(model) is ReferenceConfig  # replays gold answers: no model, no network
+    backend = model.build()
+    try:
+        assert isinstance(backend, ReferenceBackend)
+    finally:
+        backend.close()
+
+
+def _cheap_sampling(cfg) -> None:
+    assert cfg.sampling_params.n == 1 and cfg.sampling_params.temperature == 0  # one greedy sample
+
+
+def _cheap_template(cfg) -> None:
+    from skyeval.templates import Template
+
+    assert OmegaConf.to_container(cfg.template) == OmegaConf.to_container(OmegaConf.structured(Template()))  # the env's own
+
+
+def _cheap_logging(cfg) -> None:
+    assert not cfg.logging.wandb and not cfg.logging.mlflow and cfg.logging.mlflow_tracking_uri is None  # nothing remote
+    assert cfg.logging.results_dir == "./outputs" and cfg.logging.experiment_name.startswith("aime24_reference_t0.0_")
+
+
+# Each config group's default option in conf/config.yaml's defaults list, and why it is cheap.
+CHEAP_DEFAULTS = {"model_config": ("reference", _cheap_model_config), "template": ("default", _cheap_template),
+                  "sampling_params": ("greedy", _cheap_sampling), "logging": ("default", _cheap_logging)}
+
+
+@pytest.mark.parametrize("group", sorted(CHEAP_DEFAULTS))
+def test_groups_have_a_cheap_default(group, monkeypatch):
+    monkeypatch.delenv("SKYHOME", raising=False)
+    option, is_cheap = CHEAP_DEFAULTS[group]
+    choices = composed("+env=aime24", hydra=True).hydra.runtime.choices
+    assert choices.get(group) == option  # chosen by the defaults list, not only filled in by the schema
+    is_cheap(composed("+env=aime24"))

@@ -10,9 +10,11 @@ Env.save rewrite.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +65,18 @@ def port_8000_server():
             pytest.skip("127.0.0.1:8000 is taken by another process")
     with FaultServer(port=8000) as server:
         yield server
+
+
+@pytest.fixture
+def cli_tmpdir():
+    """A TMPDIR for CLI runs (where tempfile, so the CLI, makes its temporary folders) that
+    only the test uses: short, under /tmp, as Unix socket paths (Ray's) need."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="skt-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 # ---- Python --------------------------------------------------------------------------------
@@ -176,13 +190,15 @@ def _user_file(tmp_path) -> Path:
 
 
 # ---- YAML ------------------------------------------------------------------------------------
-def test_user_yaml_composes_as_written(tmp_path, data_dir):
+def test_user_yaml_composes_as_written(tmp_path, data_dir, cli_tmpdir):
     (tmp_path / "AIME24.yaml").write_text(AIME24_YAML)
-    proc = run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", "--cfg", "job", "--resolve", cwd=tmp_path,
-                   env={"SKYHOME": str(tmp_path)})
+    proc = run_cli("evaluate", "--config", "AIME24.yaml", "env.limit=3", "--cfg", "all", "--resolve", cwd=tmp_path,
+                   env={"SKYHOME": str(tmp_path), "TMPDIR": str(cli_tmpdir)})
     import yaml
 
     cfg = yaml.safe_load(proc.stdout)
+    searchpath = cfg.pop("hydra")["searchpath"]  # the file, normalised, was read from a folder in our TMPDIR
+    assert len(searchpath) == 1 and searchpath[0].startswith(f"file://{cli_tmpdir}/skyeval_config_")
     assert cfg["model_config"]["_target_"] == "skyeval.backends.vllm.VLLMConfig"
     assert cfg["model_config"]["engine_kwargs"] == {"tensor_parallel_size": 4} and "concurrency" not in cfg["model_config"]
     assert cfg["scaling"]["concurrency"] == 8
@@ -190,7 +206,7 @@ def test_user_yaml_composes_as_written(tmp_path, data_dir):
     assert cfg["env"]["limit"] == 3 and cfg["env"]["name"] == "aime24" and "env_kwargs" not in cfg["env"]
     assert cfg["metrics"] == [{"type": "pass", "k": 1, "n_samples": 64}] and cfg["sampling_params"]["n"] == 64
     assert cfg["logging"]["experiment_name"] == "aime24_Qwen/Qwen2-7B-Instruct_0.5"
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"skyeval_config_*/user_config/{tmp_path.name}*"))
+    assert not list(cli_tmpdir.iterdir())  # and that folder is gone
 
 
 @pytest.mark.slow
@@ -212,14 +228,13 @@ def test_user_yaml_runs_on_the_tiny_model(tmp_path, data_dir, tiny_model):
     ('experiment_name: "{$env.name}_x"', "not {$env.name}"),
     ('experiment_name: "${env.name"', "malformed interpolation"),
 ])
-def test_malformed_yaml_is_one_line_naming_file_line_and_fix(tmp_path, broken, where):
+def test_malformed_yaml_is_one_line_naming_file_line_and_fix(tmp_path, broken, where, cli_tmpdir):
     (tmp_path / "bad.yaml").write_text(f"env:\n  name: aime24\nlogging:\n  {broken}\n")
-    before = set(Path("/tmp").glob("skyeval_config_*"))
-    proc = run_cli("evaluate", "--config", "bad.yaml", cwd=tmp_path, check=False)
+    proc = run_cli("evaluate", "--config", "bad.yaml", cwd=tmp_path, check=False, env={"TMPDIR": str(cli_tmpdir)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert f"{tmp_path / 'bad.yaml'}:4:" in proc.stderr and where in proc.stderr
-    assert set(Path("/tmp").glob("skyeval_config_*")) <= before  # no temp dir left behind
+    assert not list(cli_tmpdir.iterdir())  # no temp dir left behind
 
 
 def test_metrics_are_checked(tmp_path):
@@ -235,13 +250,13 @@ def test_model_config_type_http_is_openai(tmp_path, data_dir):
 
 
 # ---- CLI -------------------------------------------------------------------------------------
-def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir):
-    proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path)
+def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir, cli_tmpdir):
+    proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path, env={"TMPDIR": str(cli_tmpdir)})
     header, *lines = proc.stdout.split("sweep: 2 runs", 1)[1].strip().splitlines()
     assert header == "over env"
     assert [line.split(":")[0].strip() for line in lines] == ["env=aime24", "env=amc23"]  # the swept value
     assert all("accuracy 1.0000" in line for line in lines)
-    assert not list(tmp_path.glob("skyeval_sweep_*"))
+    assert not list(cli_tmpdir.glob("skyeval_sweep_*"))  # where the CLI records the sweep's folders: removed
 
 
 def test_system_prompt_name_apart_from_literal_text(tmp_path, data_dir):
@@ -303,16 +318,37 @@ def test_nonsense_values_are_refused_up_front(tmp_path, data_dir, override, mess
     assert not any((tmp_path / "outputs").rglob("*.jsonl")) if (tmp_path / "outputs").exists() else True
 
 
-def test_command_table_missing_module_is_one_line(tmp_path):
+def test_command_table_modules_all_import():
     from skyeval.cli import COMMANDS
 
     assert {"audit", "merge", "compare", "report", "evaluate", "generate", "score"} <= set(COMMANDS)
-    for name, target in COMMANDS.items():
-        module = target.partition(":")[0]
-        try:
-            missing = importlib.util.find_spec(module) is None
-        except ModuleNotFoundError:
-            missing = True
-        if missing:
-            proc = run_cli(name, cwd=tmp_path, check=False)
-            assert proc.returncode == 2 and f"its module {module} is missing" in proc.stderr
+    for target in COMMANDS.values():
+        module, _, function = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), target
+
+
+# The CLI with two extra table entries: a module that is not there, and one that is there
+# but needs a package that is not (its own import error must not pass for a missing command).
+_CLI_WITH_GHOSTS = """import sys
+from skyeval import cli
+cli.COMMANDS["ghost"] = "skyeval.no_such_module:main"
+cli.COMMANDS["needs-dep"] = "needs_dep_cmd:main"
+cli.main(sys.argv[1:])
+"""
+
+
+def test_command_table_missing_module_is_one_line(tmp_path):
+    (tmp_path / "needs_dep_cmd.py").write_text("import skyeval_no_such_dependency\n\ndef main(argv):\n    return 0\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+    def run(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _CLI_WITH_GHOSTS, command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    ghost = run("ghost")
+    assert ghost.returncode == 2 and ghost.stdout == ""
+    assert ghost.stderr == ("skyeval: error: command 'ghost' is not available in this install: "
+                            "its module skyeval.no_such_module is missing\n")
+    broken = run("needs-dep")  # the real error, with its traceback, not "the command is missing"
+    assert broken.returncode == 1 and "No module named 'skyeval_no_such_dependency'" in broken.stderr
+    assert "is not available in this install" not in broken.stderr

@@ -1,7 +1,9 @@
 """A 4-shard SLURM job array of one run, on a real SLURM: one job is killed mid-way, the
 same command resubmitted resumes only that shard, and the merged run equals the unsharded
-one. Uses `sbatch` when it is on PATH; else, as root, starts the one-node cluster of
-../shared/tools/local_slurm.sh (Debian's slurm-wlm); else skips, saying why."""
+one. Uses the SLURM whose controller answers `scontrol ping`; when none does (no SLURM, or
+`sbatch` installed but no controller running), starts the one-node cluster of
+../shared/tools/local_slurm.sh (Debian's slurm-wlm, as root). It never skips: where neither
+works the test fails with the reason (deselect it with `-m "not slurm"`)."""
 
 from __future__ import annotations
 
@@ -29,21 +31,45 @@ SHARDS = 4
 RUN = ["+env=gsm8k", "sampling_params.n=64", "logging.experiment_name=run"]
 
 
+def no_controller() -> str | None:
+    """Why no SLURM controller answers here, or None when one does."""
+    if shutil.which("scontrol") is None:
+        return "scontrol is not on PATH"
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "scontrol ping did not answer within 60 s"
+    if ping.returncode == 0 and "is UP" in ping.stdout:
+        return None
+    said = (ping.stdout + ping.stderr).strip().splitlines()
+    return f"scontrol ping: {said[0][:300] if said else f'exit {ping.returncode}'}"
+
+
+def unavailable(reason: str):
+    """Fail (never skip) with why SLURM can't run here."""
+    pytest.fail(f"SLURM test cannot run: {reason} (deselect it with -m 'not slurm')", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def partition() -> str:
-    """The default partition of a reachable SLURM (started here if need be)."""
-    if shutil.which("sbatch") is None:
+    """The default partition of a reachable SLURM (the local cluster, started here if no
+    controller answers)."""
+    reason = no_controller()
+    if reason:
         if not LOCAL_SLURM.exists():
-            pytest.skip("no SLURM: sbatch is not on PATH and ../shared/tools/local_slurm.sh is not there")
+            unavailable(f"no controller answers ({reason}) and {LOCAL_SLURM} is not there to start one")
         if os.geteuid() != 0:
-            pytest.skip("no SLURM: sbatch is not on PATH and starting the local cluster needs root")
+            unavailable(f"no controller answers ({reason}) and starting {LOCAL_SLURM} needs root")
         started = subprocess.run(["bash", str(LOCAL_SLURM), "start"], capture_output=True, text=True, timeout=900)
         if started.returncode:
-            pytest.skip(f"no SLURM: {LOCAL_SLURM} start failed: {started.stderr.strip()[-500:]}")
+            unavailable(f"no controller answered ({reason}); {LOCAL_SLURM} start failed: "
+                        f"{(started.stderr or started.stdout).strip()[-500:]}")
+        if again := no_controller():
+            unavailable(f"{LOCAL_SLURM} started, yet no controller answers: {again}")
     found = subprocess.run(["sinfo", "-h", "-o", "%P %a"], capture_output=True, text=True, timeout=60)
     up = [line.split()[0] for line in found.stdout.splitlines() if line.endswith(" up")]
     if found.returncode or not up:
-        pytest.skip(f"no SLURM partition is up: {found.stderr.strip() or found.stdout.strip()}")
+        unavailable(f"no SLURM partition is up: {found.stderr.strip() or found.stdout.strip()}")
     return next((p.rstrip("*") for p in up if p.endswith("*")), up[0])
 
 

@@ -38,7 +38,7 @@ What a reasoning model's server sends (``Settings``):
   unclosed); otherwise ``finish_reason`` is the setting's (default ``"stop"``).
 
 Every request is logged (``server.log``, and as JSON lines to ``log_path`` if given) with
-its ``key`` (hash of endpoint, prompt, n and seed: retries repeat it), ``prompt_key``
+``t`` (when it arrived, ``time.time()``, once its body was read), its ``key`` (hash of endpoint, prompt, n and seed: retries repeat it), ``prompt_key``
 (hash of the prompt alone), ``attempt`` (0 for the first time the key is seen), the
 prompt or messages, ``n``, ``seed``, all other body fields under ``params`` and the fault
 applied. Use it as a context manager in tests::

@@ -128,6 +128,9 @@ def test_429_retry_after_honoured(server, make_backend):
     assert results["c1", 0].ok
     assert 1.0 <= elapsed < 30.0  # Retry-After was waited for (backoff alone would be ~0.01 s); 30: a hang bound
     assert backend.describe()["stats"]["retries"] == 1
+    first, retry = server.log  # as the server saw them: the retry came at least Retry-After later
+    assert (first["fault"], retry["fault"], retry["attempt"]) == ("429", None, 1)
+    assert retry["t"] - first["t"] >= 1.0
 
 def test_500_then_success_logs_retries(server, make_backend, caplog):
     server.configure(faults=[Fault("500", times=2)])
@@ -198,8 +201,18 @@ def test_reasoning_model_params(server, make_backend):
 
 def test_requests_per_minute_limit(server, make_backend):
     start = time.monotonic()
-    run(make_backend(requests_per_minute=1200), [text(i) for i in range(40)])  # 20/s, burst 20
-    assert time.monotonic() - start >= 0.9
+    run(make_backend(requests_per_minute=240), [text(i) for i in range(12)])  # 4/s, bursts of 4: ~2 s
+    assert time.monotonic() - start >= 1.9
+    # The arrival times the server recorded: a token bucket lets at most 4 + 4/s * T requests
+    # through in any window of T seconds. `slack` absorbs delivery jitter (a request let
+    # through earlier can arrive later), and is far below what a missing limiter sends: all
+    # 12 at once, 8 at a time (the concurrency).
+    arrivals = sorted(entry["t"] for entry in server.log)
+    assert len(arrivals) == 12
+    slack = 2
+    for i, first in enumerate(arrivals):
+        for j in range(i, len(arrivals)):
+            assert j - i + 1 <= 4 + 4 * (arrivals[j] - first) + slack, (i, j, [round(t - arrivals[0], 3) for t in arrivals])
 
 def test_key_never_in_describe(server, make_backend):
     backend = make_backend(api_key="sk-secret-123")

@@ -1,6 +1,12 @@
 """The readability scorer on real gold solutions and on the failure modes it targets."""
 
-from skyeval.curation.readability import readability
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+
+from skyeval.curation.readability import Readability, readability
 from skyeval.envs.registry import SkyEnvBuilder
 
 
@@ -25,7 +31,28 @@ def test_each_failure_mode_lowers_the_score_and_is_named():
     assert readability("   ").score == 0.0 and readability("").issues == ["empty"]
 
 
-def test_ordinary_unicode_is_not_garbage_and_scores_are_deterministic():
+def test_ordinary_unicode_is_not_garbage():
     text = "Soit θ ≤ π/2 ; l'aire vaut 3·π cm². 所以答案是 $\\boxed{3\\pi}$."
-    assert readability(text).clean == 1.0
-    assert readability(text) == readability(text)
+    assert readability(text) == Readability(1.0, 1.0, 1.0, 1.0, 1.0, [])
+
+
+# Every factor below 1, each worked out by hand from the module docstring's rules:
+# lines: 1 of the 2 lines is over 1000 characters (1139) -> 1 - 0.5 * 1/2 = 0.75;
+# repetition: 250 distinct words then 255 "a": 502 4-grams, 251 distinct (247 within the
+#   first line, 3 across the break, "a a a a") -> r = 0.5 -> 1 - (0.5 - 0.2) / 0.6 = 0.5;
+# clean: 17 U+001F (a control character; whitespace, so words stay apart) in 1700
+#   characters -> 1 - 10 * 0.01 = 0.9;  answer: none stated -> 0.5.
+MIXED = (" ".join(f"w{i}" for i in range(250)) + "\n" + "\x1f".join(["a"] * 18) + " " + " ".join(["a"] * 237)
+         + " " * 51)
+MIXED_SCORE = Readability(0.75 * 0.5 * 0.9 * 0.5, 0.75, 0.5, 0.9, 0.5, ["lines", "repetition", "clean", "answer"])
+
+
+def test_scores_are_deterministic_across_processes():
+    """Same text, same score in any process (each has its own hash seed), and the values
+    the factors' definitions give."""
+    assert len(MIXED) == 1700 and readability(MIXED) == MIXED_SCORE
+    program = ("import json, sys\nfrom dataclasses import asdict\nfrom skyeval.curation.readability import readability\n"
+               "print(json.dumps(asdict(readability(sys.stdin.read()))))")
+    runs = [subprocess.run([sys.executable, "-c", program], input=MIXED, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120).stdout for seed in ("1", "2", "3")]
+    assert [json.loads(r) for r in runs] == [asdict(MIXED_SCORE)] * 3

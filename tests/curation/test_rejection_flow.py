@@ -11,7 +11,6 @@ loop (even problems) or the gold with a wrong final answer (odd problems).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +19,6 @@ import pytest
 
 from skyeval.curation import best_of_n, load_scored, preference_pairs, to_dataset
 from skyeval.curation.pairs import SHORTEST_LONGEST, SILC, response_length
-from skyeval.curation.rewrite import rewrite_prompt
-from skyeval.scorers.math import score_math
 from tests.backends.fault_server import FaultServer
 from tests.conftest import (
     REPO,
@@ -33,6 +30,10 @@ from tests.conftest import (
 )
 
 CURATE = str(REPO / "scripts" / "curate.py")
+# The first 6 problems of MATH-500 (env.limit=6) and their gold answers: (3, pi/2), p - q,
+# 14/3, 9, "Evelyn", 42.
+MATH500_FIRST_6 = ["test/precalculus/807.json", "test/intermediate_algebra/1994.json", "test/algebra/2584.json",
+                   "test/number_theory/572.json", "test/algebra/1349.json", "test/prealgebra/1622.json"]
 WRONG = "12345"
 RS_TARGET = "skyeval.curation.rejection.MathRejectionEnv"
 
@@ -157,12 +158,12 @@ def test_curate_rewrite_keeps_rewrites_that_still_score_correct(run_dir, scores)
     "The answer is \\boxed{N}" with N the last integer of the prompt (the original
     response is last in the prompt), so a rewrite stays correct only for some answers."""
     kept = [s for s in scores if s["keep"]]
-    expect_correct = set()
-    for s in kept:
-        last = re.findall(r"-?\d+", "\n".join(m["content"] for m in rewrite_prompt(s)))[-1]
-        if score_math(f"The answer is \\boxed{{{last}}}.", s["expected"])["score"] == 1:
-            expect_correct.add((s["id"], s["sample_idx"]))
-    assert 0 < len(expect_correct) < len(kept)
+    assert sorted((s["id"], s["sample_idx"]) for s in kept) == sorted((p, i) for p in MATH500_FIRST_6 for i in (0, 1))
+    # Worked out from the data, not by a grader: sample 1 ends with its gold answer boxed,
+    # so its rewrite is right only where that answer is an integer (572: 9, 1622: 42); a
+    # sample 0 is the gold solution, whose last integer is never the answer (572 ends
+    # "divisors of 196.", 1622 with drawing code; the other answers are not integers).
+    expect_correct = {("test/number_theory/572.json", 1), ("test/prealgebra/1622.json", 1)}
     out = run_dir / "curated" / "rewritten.jsonl"
     with FaultServer() as server:
         proc = run_cli_script("rewrite", str(run_dir), "--out", str(out), "--model", "openai",

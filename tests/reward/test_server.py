@@ -25,11 +25,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVE = [sys.executable, "-m", "skyeval.cli", "serve-reward"]
+
+
 @contextmanager
-def reward_server(*args: str):
-    """`python -m skyeval.cli serve-reward ARGS port=P` until it answers /health; stopped with SIGTERM."""
+def reward_server(*args: str, command: list[str] = SERVE):
+    """`python -m skyeval.cli serve-reward ARGS port=P` (or `command` ARGS port=P) until it
+    answers /health; stopped with SIGTERM."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "skyeval.cli", "serve-reward", *args, f"port={port}"], cwd=REPO,
+    proc = subprocess.Popen([*command, *args, f"port={port}"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
@@ -131,23 +135,60 @@ def test_a_misspelt_setting_fails_at_start_with_the_closest_key():
     assert proc.returncode != 0 and "Did you mean 'port'?" in proc.stderr
 
 
-def test_sigterm_finishes_requests_in_flight_then_stops_the_workers():
+# `skyeval serve-reward ARGS` whose every request, once it reaches the scorer, touches
+# argv[1] (the server reports it started) and waits until argv[2] exists (the test releases it).
+HELD_SERVE = [sys.executable, "-c", """
+import sys, time
+from pathlib import Path
+from skyeval.cli import main
+from skyeval.reward.scoring import Reward
+
+started, release, score = Path(sys.argv[1]), Path(sys.argv[2]), Reward.score
+
+def held(self, *args, **kwargs):
+    started.touch()
+    while not release.exists():
+        time.sleep(0.01)
+    return score(self, *args, **kwargs)
+
+Reward.score = held
+main(["serve-reward", *sys.argv[3:]])
+"""]
+
+
+def wait_until(condition, what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout  # a hang bound
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+
+
+def refuses_connections(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_sigterm_finishes_requests_in_flight_then_stops_the_workers(tmp_path):
     import psutil
 
-    with reward_server("+env=math500", "reward.workers=2") as (proc, port):
-        deadline = time.monotonic() + 300
-        while len(workers := psutil.Process(proc.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert len(workers) >= 2
+    started, release = tmp_path / "started", tmp_path / "release"
+    command = [*HELD_SERVE, str(started), str(release)]
+    with reward_server("+env=math500", "reward.workers=2", command=command) as (proc, port):
+        wait_until(lambda: len(psutil.Process(proc.pid).children(recursive=True)) >= 2, "2 scoring workers")
+        workers = psutil.Process(proc.pid).children(recursive=True)
         answers = []
-        payload = {"query": ["\\boxed{4}"] * 2000, "labels": ["4"] * 2000}
+        payload = {"query": ["\\boxed{4}"] * 200, "labels": ["4"] * 200}
         client = threading.Thread(target=lambda: answers.append(post(port, payload)))
         client.start()
-        time.sleep(0.5)
+        wait_until(started.exists, "the request reached the scorer")  # in flight, held there
         proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: refuses_connections(port), "the server stopped listening")  # shutting down
+        assert proc.poll() is None and all(w.is_running() for w in workers) and not answers  # still held
+        release.touch()
         client.join(300)
         assert proc.wait(300) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
-        assert answers and answers[0][0] == 200 and answers[0][1]["rewards"] == [1.0] * 2000
+        assert answers and answers[0][0] == 200 and answers[0][1]["rewards"] == [1.0] * 200
         psutil.wait_procs(workers, timeout=60)
         assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
 

@@ -4,6 +4,7 @@ Every hostile program is bounded (a few hundred forks, a few GB, ~1 GB of output
 containment failure cannot take the machine down.
 """
 
+import json
 import os
 import resource
 import secrets
@@ -23,6 +24,7 @@ from skyeval.scorers.code import score_code
 from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, active_protections, run_program
 
 PROTECTIONS = active_protections()
+HOST = sandbox._host()  # this host's own probe (cached: the sandbox probes once per process)
 needs_uid = pytest.mark.skipif(
     not PROTECTIONS["uid_drop"], reason="needs root + /usr/bin/python3: without a uid drop the program runs as us"
 )
@@ -30,6 +32,21 @@ needs_netns = pytest.mark.skipif(not PROTECTIONS["netns"], reason="network names
 
 GOOD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
 GOOD_TESTS = {"type": "stdin", "inputs": ["1 2\n", "40 2\n"], "outputs": ["3\n", "42\n"]}
+
+
+@pytest.fixture(autouse=True)
+def host_probe():
+    """Each test starts with the cached probe of this host as it is, and leaves it so: a
+    test that probes again under monkeypatching (`reprobe`) can't leak its result into
+    the next (any order, e.g. `pytest -p randomly`)."""
+    def restore() -> None:
+        if sandbox._host.cache_info().currsize and sandbox._host() != HOST:
+            sandbox._host.cache_clear()
+        assert sandbox._host() == HOST  # probed again if need be: the host itself did not change
+
+    restore()
+    yield HOST
+    restore()
 
 
 def _good_passes() -> bool:
@@ -73,7 +90,8 @@ def test_program_runs_as_a_script():
 
 
 @needs_netns
-def test_sandbox_that_cannot_be_set_up_is_an_error_not_a_verdict(monkeypatch):
+def test_sandbox_that_cannot_be_set_up_is_an_error_not_a_verdict(monkeypatch, host_probe):
+    assert host_probe.netns  # probed before the patch: the sandbox believes it can unshare
     monkeypatch.setattr(sandbox, "_CLONE_NEWNET", 0x1)  # unshare() refuses this flag (EINVAL)
     with pytest.raises(SandboxSetupError, match="unshare failed"):
         run_program("print('never runs')")
@@ -199,19 +217,49 @@ def test_environment_secrets_are_not_passed(monkeypatch):
     assert secret not in result.stdout and "OPENAI_API_KEY" not in result.stdout
 
 
+# Started with the secret in its environment (what /proc/<pid>/environ shows), runs a program
+# in the sandbox that reads the environ of each of its ancestors, and reports as JSON.
+_PARENT = r"""
+import json, os, sys
+from skyeval.scorers.sandbox import run_program
+
+program = sys.argv[1].replace("PARENT_PID", str(os.getpid()))
+with open("/proc/self/environ", "rb") as f:
+    own = f.read().decode(errors="replace")
+result = run_program(program)
+print(json.dumps({"pid": os.getpid(), "secret_in_own_environ": os.environ["OPENAI_API_KEY"] in own,
+                  "status": result.status, "stdout": result.stdout, "stderr": result.stderr}))
+"""
+_READ_ANCESTORS = (
+    "import os\n"
+    "pids, pid = [PARENT_PID], os.getppid()\n"
+    "while pid > 1:  # every ancestor, whatever runs the sandbox\n"
+    "    pids.append(pid)\n"
+    "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "for pid in dict.fromkeys(pids):\n"
+    "    try:\n"
+    "        print('read', pid, open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace'))\n"
+    "    except OSError as exc:\n"
+    "        print('blocked', pid, type(exc).__name__)\n"
+)
+
+
 @needs_uid
-def test_parent_environment_is_unreadable(monkeypatch):
+def test_parent_environment_is_unreadable():
     secret = "sk-fake-" + secrets.token_hex(8)
-    monkeypatch.setenv("OPENAI_API_KEY", secret)
-    program = (
-        "import os\n"
-        "try:\n"
-        "    print(open(f'/proc/{os.getppid()}/environ').read())\n"
-        "except OSError as exc:\n"
-        "    print(exc)\n"
-    )
-    result = _alongside(lambda: run_program(program))
-    assert secret not in result.stdout
+    env = {**os.environ, "OPENAI_API_KEY": secret, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def parent() -> dict:
+        done = subprocess.run([sys.executable, "-c", _PARENT, _READ_ANCESTORS], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    report = _alongside(parent)
+    assert report["secret_in_own_environ"]  # the file the program reads would show it
+    assert report["status"] == "ok", report["stderr"]
+    assert secret not in report["stdout"]
+    assert f"blocked {report['pid']} PermissionError" in report["stdout"]  # it tried the process holding it
 
 
 @needs_netns
