@@ -309,6 +309,13 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl"
     return path
 
 
+def content_hash(value: Any) -> str:
+    """16 hex digits naming a JSON value (a rendered prompt, a gold): what a record was made
+    from, so that a resume reuses it only for the same input."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=jsonable)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def key_of(record: dict[str, Any]) -> Key:
     return (str(record["id"]), int(record["sample_idx"]))
 

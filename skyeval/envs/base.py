@@ -221,6 +221,13 @@ class Env:
         return item if item.get("prompt") is not None else self.apply_prompt_template_on_item(item)
 
     # ---- scoring ------------------------------------------------------------------------
+    def gold_hash(self, problem: dict[str, Any]) -> str:
+        """A hash of what a sample of `problem` is scored against (its `required_keys`): a
+        score record keeps it, and a resume reuses the score only for the same gold."""
+        from skyeval.results import content_hash
+
+        return content_hash({key: problem.get(key) for key in self.required_keys})
+
     def scoring_functions(self) -> dict[str, Any]:
         """The env's scorers by column name: `{"math": MathScorer}`. A value is a scorer
         class, built as `cls(env)`, or a callable; either is called with a sample

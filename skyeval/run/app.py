@@ -21,7 +21,7 @@ from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
-from skyeval.results import RunFolder, Shard, read_json, write_json
+from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
 from skyeval.run.logs import announce, setup_logging, to_files
@@ -91,6 +91,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
+    check_problems(env)
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
@@ -99,6 +100,15 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     folder = resume.run_folder(config, run_dir)
     with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
         return _execute(config, env, folder)
+
+
+def check_problems(env: Env) -> None:
+    """An env without a single problem (an empty data file, `env.limit=0`, filters that keep
+    nothing) is a ConfigError before any folder exists, never a `complete` run of 0 samples.
+    Reads only up to the first problem."""
+    if next(env.iter_problems(on_error=lambda index, err: None), None) is None:
+        why = "env.limit=0" if env.limit == 0 else "its data holds no problem its knobs keep"
+        raise ConfigError(f"env {env.name!r} has no problems ({why}): nothing to run")
 
 
 def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
@@ -215,7 +225,8 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
             return 0
         if earlier is None or earlier.empty:
             return sampling.n
-        return sum(not earlier.done((pid, i), config.stage, config.retry_failures) for i in range(sampling.n))
+        made = (content_hash(env.apply_prompt_template_on_item(problem)["prompt"]), env.gold_hash(problem))
+        return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
 
     report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
     how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
