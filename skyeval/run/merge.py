@@ -181,6 +181,8 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "status": "complete_with_failures" if counts["failed"] else "complete",
         "counts": counts,
         "failures_by_stage": dict(by_stage),
+        "records": {k: sum((s.get("records") or {}).get(k, 0) for s in states)
+                    for k in ("unreadable_lines", "outside_selection")},
         "metrics": metrics.summary() if base["stage"] != "generate" else {},
         "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items() if k != "grading"},
                     **metrics.grading_summary()},

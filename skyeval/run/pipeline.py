@@ -46,6 +46,8 @@ class RunOutcome:
     scored: int = 0
     failed: int = 0
     resumed: int = 0
+    unreadable_lines: int = 0  # torn lines found in the folder's record files (their samples redone)
+    outside: int = 0  # earlier samples in the folder outside this run's selection: kept, not counted
     failures_by_stage: Counter = field(default_factory=Counter)
     interrupted: bool = False
     lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
@@ -61,6 +63,7 @@ class RunOutcome:
             "counts": {"problems": self.problems, "samples": self.samples, "generated": self.generated,
                        "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
                        "resumed": self.resumed},
+            "records": {"unreadable_lines": self.unreadable_lines, "outside_selection": self.outside},
             "failures_by_stage": dict(self.failures_by_stage),
             "metrics": self.metrics_summary,
         }
@@ -109,6 +112,8 @@ class _Pipeline:
 
     def run(self) -> RunOutcome:
         try:
+            self.earlier.warn_unreadable(self.folder.path, self.stage)
+            self.outcome.unreadable_lines = self.earlier.unreadable_lines
             if not self.earlier.empty and self.stage != "score":
                 self.announce_resume()
             if self.stage == "score":
@@ -312,6 +317,7 @@ class _Pipeline:
             replace_scores(self.folder, self.staging)
         outside = account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard,
                           KeySet(hashes=self.stale_scored), KeySet(hashes=self.stale_generated))
+        outcome.outside = outside
         self._say_changed()
         outcome.failures_by_stage = self.recorder.failures_by_stage
         outcome.failed = sum(self.recorder.failures_by_stage.values())

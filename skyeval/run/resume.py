@@ -19,6 +19,7 @@ from skyeval.results import (
     KeySet,
     RunFolder,
     Shard,
+    UnreadableLines,
     key_hash,
     key_of,
     read_json,
@@ -88,26 +89,41 @@ class EarlierRecords:
 
     def __init__(self, folder: RunFolder, stage: str) -> None:
         self.parts = {kind: folder.parts(kind) for kind in ("generations", "scores", "failures")}
+        self.unreadable = {kind: UnreadableLines() for kind in self.parts}  # torn lines, by kind
         rescore = stage == "score"
         generated, generated_as, scored, scored_as = array("Q"), array("Q"), array("Q"), array("Q")
-        for r in folder.records("generations"):
+        for r in folder.records("generations", self.unreadable["generations"]):
             key = key_of(r)
             generated.append(key_hash(key))
             generated_as.append(key_hash(made_from(key, r.get("prompt_hash"))))
-        for r in () if rescore else folder.records("scores"):
+        for r in () if rescore else folder.records("scores", self.unreadable["scores"]):
             key = key_of(r)
             scored.append(key_hash(key))
             scored_as.append(key_hash(made_from(key, r.get("prompt_hash"), r.get("gold_hash"))))
         self.generated, self.generated_as = KeySet(hashes=generated), KeySet(hashes=generated_as)
         self.scored, self.scored_as = KeySet(hashes=scored), KeySet(hashes=scored_as)
-        fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures")
+        fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures", self.unreadable["failures"])
                  if not (rescore and r.get("stage") == "score")]
+        # samples whose generation line is torn: generated again, whatever else they have
+        self.torn_generations = KeySet(k for keys in self.unreadable["generations"].keys.values() for k in keys)
         self.failed_generating = KeySet(k for k, gen in fails if gen)
         self.failed_scoring = KeySet(k for k, gen in fails if not gen)
 
     @property
     def empty(self) -> bool:
-        return not (len(self.generated) or len(self.scored) or len(self.failed_generating) or len(self.failed_scoring))
+        return not (len(self.generated) or len(self.scored) or len(self.failed_generating) or len(self.failed_scoring)
+                    or self.unreadable_lines)
+
+    @property
+    def unreadable_lines(self) -> int:
+        return sum(lines.total for lines in self.unreadable.values())
+
+    def warn_unreadable(self, root: Path, stage: str) -> None:
+        """One warning per file with unreadable lines, saying what the run does about them."""
+        done = {"generations": "generated again" if stage != "score" else "without a generation to score "
+                "(run evaluate to generate it again)", "scores": "scored again", "failures": "tried again"}
+        for kind, lines in self.unreadable.items():
+            lines.warn(log, root, lambda path, kind=kind: f"its sample is {done[kind]}")
 
     def generated_same(self, key: Key, prompt_hash: str | None) -> bool:
         """Whether an earlier generation of `key` was made from this prompt (or predates hashes)."""
@@ -121,6 +137,8 @@ class EarlierRecords:
     def done(self, key: Key, stage: str, retry_failures: bool, made: tuple[str, str] | None = None) -> bool:
         """Whether an earlier run finished this sample for `stage` (its records are counted
         later); with `made` (prompt hash, gold hash) only when made from the same problem."""
+        if key in self.torn_generations and key not in self.generated:
+            return False
         if stage == "evaluate" and key in self.scored and (made is None or self.scored_same(key, *made)):
             return True
         if stage == "generate" and key in self.generated and (made is None or self.generated_same(key, made[0])):
@@ -173,6 +191,11 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
     def replaced(record: dict[str, Any]) -> bool:
         key = key_of(record)
         return key in stale_generated and key in new_generated
+
+    for kind, lines in earlier.unreadable.items():  # heal: drop torn lines once their samples are redone
+        for path in lines.lines:
+            if mine(path) and (kind != "generations" or all(k in new_generated for k in lines.keys.get(path, ()))):
+                write_rows(read_jsonl(path), path)
 
     outside = 0
     if stage == "evaluate":
