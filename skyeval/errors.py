@@ -32,6 +32,11 @@ class GoldError(SkyevalError, ValueError):
                          f"{shown if len(shown) <= 80 else shown[:77] + '...'}")
 
 
+class DataFileError(SkyevalError, ValueError):
+    """A dataset file cannot be read: a line that is not JSON (the message names it), a
+    broken file."""
+
+
 class EndpointError(SkyevalError, ConnectionError):
     """A model endpoint cannot be reached or refuses the credentials."""
 

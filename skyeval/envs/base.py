@@ -80,6 +80,16 @@ class Env:
         MathArena folders): `read_dataset` then streams it in one Ray task."""
         return type(self).load_rows is not Env.load_rows
 
+    def check_data(self) -> None:
+        """Read every line of the env's local JSONL files once (before a run claims its
+        folder): the first line that is not JSON is a DataFileError naming the file and the
+        line. Hub data, other formats and layouts of the env's own are checked as read."""
+        from skyeval.envs.data import check_lines, resolve_data_dir
+
+        if not self.own_layout and self.local_files and resolve_data_dir(self.data_dir) is not None:
+            source = RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
+            check_lines(source.paths or [])
+
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
         raise NotImplementedError(f"{type(self).__name__} must implement to_problem(row, index)")
