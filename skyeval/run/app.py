@@ -92,36 +92,33 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
-    check_problems(env)
-    env.check_data()
+    if not config.shard.active:  # a shard's data errors are recorded in its state instead (merge names them)
+        check_problems(env)
+        env.check_data()
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
     try:  # every setting is checked before the folder is claimed: a bad one leaves nothing on disk
-        scoring = _prepare(config, env)
+        _prepare(config, env)
         folder = resume.run_folder(config, run_dir)
         with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
-            return _execute(config, env, folder, scoring)
+            return _execute(config, env, folder)
     finally:
         env.close()
 
 
-def _prepare(config: RunConfig, env: Env) -> dict[str, Any]:
+def _prepare(config: RunConfig, env: Env) -> None:
     """Attach the backend (its key and endpoint are checked as it is built; a vLLM engine
-    starts later, on the first request) and check what scoring and tracking need. Returns
-    the scoring description for summary.json."""
+    starts later, on the first request) and check that a tracker asked for is installed."""
     if config.stage == "score":  # re-scoring needs no model: no backend, key or server
         env.sampling, env.model_source = config.sampling_params, config.model_config.model_source
     else:
         check_model(config.model_config)
         env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
                   sampling_params=config.sampling_params)
-    # checked before any work: a sandbox that can't run fails here, not after generating
-    scoring = env.describe_scoring() if config.stage != "generate" else {}
     trackers.check(config)  # a tracker asked for but not installed fails before any work
-    return scoring
 
 
 def check_problems(env: Env) -> None:
@@ -133,11 +130,13 @@ def check_problems(env: Env) -> None:
         raise ConfigError(f"env {env.name!r} has no problems ({why}): nothing to run")
 
 
-def _execute(config: RunConfig, env: Env, folder: RunFolder, scoring: dict[str, Any]) -> dict[str, Any]:
+def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     from skyeval.metrics import MetricsAccumulator
 
     stage, shard = config.stage, config.shard
     setup_logging(folder.logs, config.logging.level)
+    # checked before any work: a sandbox that can't run fails here, not after generating
+    scoring = env.describe_scoring() if stage != "generate" else {}
     resumed, started_at = _claim(folder, config)
     template = env.template.describe(env.model_source)
     log.info("system prompt: %s", template["system_prompt_reason"])
