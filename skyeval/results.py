@@ -325,18 +325,18 @@ def read_jsonl(path: Path, on_unreadable: Callable[[Path, int, str], None] | Non
     crash) is skipped, and told to `on_unreadable(path, line number, line)`."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):  # bytes that are not UTF-8 are not a record either
                 record = None
             if isinstance(record, dict):
                 yield record
             elif on_unreadable is not None:
-                on_unreadable(path, number, line)
+                on_unreadable(path, number, raw.decode("utf-8", "replace"))
 
 
 def read_json(path: Path) -> Any:
