@@ -79,12 +79,16 @@ def sft(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> 
     fmt = _reasoning_format(args)
     rows = _with_keep(rows, args.min_readability)
     kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS))).take_all() if rows else []
-    log.record("correct+readable", len(rows), len(kept))
+    log.record("correct+readable", len(rows), len(kept), dropped_for=_dropped_for(rows))
     return sorted((sharegpt_row(r, fmt) for r in kept), key=lambda r: (r["id"], r["sample_idx"]))
 
 
 def pairs(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path) -> list[dict]:
+    """Preference pairs; a chosen response is correct and readable, its reasoning included."""
     fmt = _reasoning_format(args)
+    rows = _with_keep(rows, args.min_readability)
+    log.record("readable correct", sum(float(r["score"]) >= 1.0 for r in rows), sum(passes(r) for r in rows),
+               dropped_for=_dropped_for(rows))
     made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc,
                             fmt=fmt).take_all() if rows else []
     questions = len({r["id"] for r in rows})
@@ -165,7 +169,7 @@ def _fields(args: argparse.Namespace) -> list[str] | None:
 
 
 SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "keep")
-PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage")
+PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage", "keep")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
             "difficulty": difficulty}
@@ -178,12 +182,33 @@ def _columns(rows: list[dict], names: tuple[str, ...]) -> list[dict]:
 
 
 def _with_keep(rows: list[dict], min_readability: float | None) -> list[dict]:
-    """Rows with `keep`: as scored by a RejectionSampling env, or judged now when the run
-    was scored by a plain env or `--min-readability` asks for another threshold."""
+    """Rows with `keep`, the whole sample judged (its reasoning too): as scored by a
+    RejectionSampling env, or judged now when the run was scored by a plain env or
+    `--min-readability` asks for another threshold. A run's keep that judged the answer
+    alone (an older skyeval: no `reasoning_readability`) is judged again with the reasoning."""
     if rows and "keep" in rows[0] and min_readability is None:
-        return rows
+        return [r if "reasoning_readability" in r else _reasoning_judged(r) for r in rows]
     threshold = 0.5 if min_readability is None else min_readability
-    return [{**r, **judge(float(r["score"]), r.get("generation") or "", min_readability=threshold)} for r in rows]
+    return [{**r, **judge(float(r["score"]), r.get("generation") or "", reasoning=_reasoning(r),
+                          min_readability=threshold)} for r in rows]
+
+
+def _reasoning_judged(row: dict) -> dict:
+    verdict = judge(float(row["score"]), row.get("generation") or "", reasoning=_reasoning(row))
+    thought = verdict["reasoning_readability"]
+    keep = bool(row["keep"]) and (thought is None or thought >= 0.5)
+    issues = list(dict.fromkeys([*(row.get("readability_issues") or []), *verdict["readability_issues"]]))
+    return {**row, "reasoning_readability": thought, "readability_issues": issues, "keep": keep}
+
+
+def _reasoning(row: dict) -> str | None:
+    return row.get("reasoning") or row.get("reasoning_content")
+
+
+def _dropped_for(rows: list[dict]) -> dict[str, int]:
+    """Why correct samples were not kept: their readability issues, counted."""
+    return dict(Counter(issue for r in rows if float(r["score"]) >= 1.0 and not passes(r)
+                        for issue in r.get("readability_issues") or []))
 
 
 def _exclude(rows: list[dict], path: Path, log: StepLog) -> list[dict]:
@@ -246,7 +271,7 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--format", choices=("jsonl", "json", "parquet"), default="jsonl")
         cmd.add_argument("--exclude", action="append", default=[], metavar="FILE",
                          help="drop the samples listed in FILE: decontaminate's removed.jsonl, dedup's duplicates.jsonl")
-        if name in ("sft", "rewrite"):
+        if name in ("sft", "rewrite", "pairs"):
             cmd.add_argument("--min-readability", type=float, default=None,
                              help="re-judge keep with this threshold (default: the run's keep, else 0.5)")
         if name in ("sft", "pairs"):

@@ -5,6 +5,7 @@
   score     run_dir=PATH [key=value ...]   re-score a saved run folder, generating nothing
   serve-reward +env=NAME [port=P ...]      serve the env's grader as an RL reward (docs/rl.md)
   audit | merge | compare | report         see `skyeval COMMAND --help`
+  list                                     the benchmarks, their problem counts, whether their data is local
 
 Options of evaluate/generate: `--config FILE.yaml` runs your own config file (sections
 env, model_config, template, sampling_params, metrics, logging) over the defaults; `-m`
@@ -38,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "compare": "skyeval.report.compare:main",
     "report": "skyeval.report.build:main",
     "serve-reward": "skyeval.reward.server:main",
+    "list": "skyeval.cli:list_benchmarks",
 }
 USAGE = __doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1]
 EVALUATE_HELP = """usage: skyeval evaluate|generate +env=NAME [key=value ...] [--config FILE.yaml] [-m]
@@ -112,7 +114,9 @@ def _hydra(stage: str, args: list[str]) -> int:
     if any(a in ("-h", "--help") for a in args):
         print(_evaluate_help())
         return 0
-    from skyeval.config.overrides import from_skythought_flags, with_user_config
+    if "--tasks=list" in args or any(a == "--tasks" and b == "list" for a, b in zip(args, args[1:])):
+        return list_benchmarks([])  # lm-eval's way to list its tasks
+    from skyeval.config.overrides import bare_key_error, from_skythought_flags, with_user_config
 
     args = from_skythought_flags(stage, [part for a in args
                                          for part in (a.split("=", 1) if a.startswith("--config=") else [a])])
@@ -122,6 +126,10 @@ def _hydra(stage: str, args: list[str]) -> int:
         flags, overrides = _split_flags(with_user_config(args, temp_dirs))
         if not any(o.lstrip("+~").split("=")[0].split("@")[0] in ("env", "experiment", "user_config") for o in overrides):
             _fail(f"no benchmark selected: add +env=NAME, one of: {', '.join(_env_names())}")
+        for override in overrides:
+            error = bare_key_error(override)
+            if error is not None:
+                raise error
         overrides = [_forced_env_knob(_checked_env(o)) for o in overrides]
         sweep = "-m" in flags or "--multirun" in flags
         if sweep:
@@ -214,6 +222,11 @@ def _refuse_unknown_flags(args: list[str]) -> None:
         form = LM_EVAL_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
         if form is not None:
             raise ConfigError(f"{flag} is lm-eval's flag; here write {form.format(value)} (skyeval evaluate --help)")
+        from skyeval.config.overrides import full_key
+
+        key = full_key(flag.lstrip("-").replace("-", "_"))
+        if key is not None:
+            raise ConfigError(f"{flag} is not a flag here; write {key}={value} (skyeval evaluate --help)")
         raise ConfigError(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5 "
                           "(skyeval evaluate --help)")
 
@@ -236,6 +249,34 @@ def _checked_env(arg: str) -> str:
     for name in names:
         SkyEnvBuilder.config(name)  # UnknownEnvError names the closest match
     return f"{key}={','.join(name.lower() for name in names)}"
+
+
+def list_benchmarks(args: list[str]) -> int:
+    """`skyeval list`: every benchmark, its problem count and where its data is (counted
+    from local files; a benchmark read from the hub is not downloaded to count it)."""
+    if any(a in ("-h", "--help") for a in args):
+        print("usage: skyeval list: the benchmarks (+env=NAME), their problem counts and whether their data is local")
+        return 0
+    from skyeval.envs.data import DATA_DIR_ENV, resolve_data_dir
+    from skyeval.envs.registry import SkyEnvBuilder
+
+    rows = []
+    for name in SkyEnvBuilder.names():
+        env, count = None, None
+        try:
+            env = SkyEnvBuilder.build(name, {})
+            if resolve_data_dir(env.data_dir) is not None:
+                count = sum(1 for _ in env.iter_problems(on_error=lambda index, err: None))
+        except SkyevalError:  # no local copy of this one (or it cannot be read here)
+            count = None
+        hub = getattr(env, "hf_id", None)
+        where = "local" if count is not None else f"not local (hub: {hub})" if hub else "not local"
+        rows.append((name, "-" if count is None else f"{count:,}", where))
+    width = max(len(row[0]) for row in rows)
+    print(f"{'benchmark':<{width}}  {'problems':>8}  data ({DATA_DIR_ENV}={os.environ.get(DATA_DIR_ENV) or 'unset'})")
+    for name, count, where in rows:
+        print(f"{name:<{width}}  {count:>8}  {where}")
+    return 0
 
 
 # ---- sweeps --------------------------------------------------------------------------------

@@ -22,6 +22,21 @@ class DataNotFoundError(SkyevalError, FileNotFoundError):
     """Benchmark data, a run folder or a user file is not where the config says."""
 
 
+class GoldError(SkyevalError, ValueError):
+    """A gold (the expected answer, a code problem's tests) is malformed: it is refused,
+    never scored as a silent 0. The message names the env, the field and what it must be."""
+
+    def __init__(self, env: str, field: str, expected: str, value: object, where: str = "") -> None:
+        shown = repr(value)
+        super().__init__(f"env {env!r}: gold {field!r}{where} must be {expected}, got "
+                         f"{shown if len(shown) <= 80 else shown[:77] + '...'}")
+
+
+class DataFileError(SkyevalError, ValueError):
+    """A dataset file cannot be read: a line that is not JSON (the message names it), a
+    broken file."""
+
+
 class EndpointError(SkyevalError, ConnectionError):
     """A model endpoint cannot be reached or refuses the credentials."""
 

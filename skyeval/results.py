@@ -16,7 +16,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
 import socket
 import time
 from array import array
@@ -91,8 +93,8 @@ class RunFolder:
         """Record files of `kind` in write order (part files; `<kind>.jsonl` of older folders first)."""
         return sorted(self.dir(kind).glob("*.jsonl"), key=_part_order)
 
-    def records(self, kind: str) -> Iterator[dict[str, Any]]:
-        return iter_records(self.path, kind)
+    def records(self, kind: str, unreadable: "UnreadableLines | None" = None) -> Iterator[dict[str, Any]]:
+        return iter_records(self.path, kind, unreadable)
 
     @contextlib.contextmanager
     def lock(self, name: str = "run") -> Iterator[None]:
@@ -253,25 +255,88 @@ def key_hash(key: Key) -> int:
     return int.from_bytes(hashlib.blake2b(f"{key[0]}\x00{key[1]}".encode(), digest_size=8).digest(), "little")
 
 
-def iter_records(run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
+class UnreadableLines:
+    """Lines of record files that are not JSON records (torn by a crash, corrupted), counted
+    per file with their line numbers and, when the start of the line survived, their sample
+    keys (`keys`), so that a run can do those samples again."""
+
+    def __init__(self) -> None:
+        self.lines: dict[Path, list[int]] = {}
+        self.keys: dict[Path, list[Key]] = {}
+
+    def add(self, path: Path, number: int, line: str) -> None:
+        self.lines.setdefault(path, []).append(number)
+        key = key_in(line)
+        if key is not None:
+            self.keys.setdefault(path, []).append(key)
+
+    @property
+    def total(self) -> int:
+        return sum(map(len, self.lines.values()))
+
+    def warn(self, logger: Any, root: Path, then: Callable[[Path], str]) -> None:
+        """One warning per file: `generations/part-00000.jsonl: 1 unreadable line (2); ...`."""
+        for path, numbers in self.lines.items():
+            shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+            name = path.relative_to(root) if path.is_relative_to(root) else path
+            logger.warning("%s: %d unreadable line%s (%s); %s", name, len(numbers), "s" * (len(numbers) != 1), shown,
+                           then(path))
+
+
+_ID = re.compile(r'"id": ("(?:[^"\\]|\\.)*"|-?\d+)')
+_SAMPLE = re.compile(r'"sample_idx": (\d+)')
+
+
+def key_in(line: str) -> Key | None:
+    """The sample key at the start of a torn record line (records begin with id and
+    sample_idx), or None when too little of it survived."""
+    found, index = _ID.search(line), _SAMPLE.search(line)
+    if found is None or index is None:
+        return None
+    try:
+        return (str(json.loads(found.group(1))), int(index.group(1)))
+    except ValueError:
+        return None
+
+
+_WARNED: set[Path] = set()  # files a reader already warned about, in this process
+
+
+def iter_records(run_dir: str | os.PathLike, kind: str,
+                 unreadable: UnreadableLines | None = None) -> Iterator[dict[str, Any]]:
     """Records of a run folder's `generations`, `scores` or `failures`, streamed file by
-    file (part files, or the single file of older folders); torn lines are skipped."""
+    file (part files, or the single file of older folders). Unreadable lines are skipped and
+    counted into `unreadable`; without it, each file with some is warned about once."""
     for path in RunFolder(run_dir).parts(kind):
         if path.name.startswith("per_problem"):
             continue
-        yield from read_jsonl(path)
+        if unreadable is not None:
+            yield from read_jsonl(path, unreadable.add)
+            continue
+        mine = UnreadableLines()
+        yield from read_jsonl(path, mine.add)
+        if mine.lines and path not in _WARNED:
+            _WARNED.add(path)
+            mine.warn(logging.getLogger("skyeval"), Path(run_dir), lambda _: "skipped")
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of one JSONL file, streamed; a torn line (from a crash) is skipped."""
+def read_jsonl(path: Path, on_unreadable: Callable[[Path, int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Records of one JSONL file, streamed; a line that is not a JSON object (torn by a
+    crash) is skipped, and told to `on_unreadable(path, line number, line)`."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
                 continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):  # bytes that are not UTF-8 are not a record either
+                record = None
+            if isinstance(record, dict):
+                yield record
+            elif on_unreadable is not None:
+                on_unreadable(path, number, raw.decode("utf-8", "replace"))
 
 
 def read_json(path: Path) -> Any:
@@ -307,6 +372,13 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path, format: str = "jsonl"
     else:
         raise ValueError(f"unknown format {format!r}: use json, jsonl or parquet")
     return path
+
+
+def content_hash(value: Any) -> str:
+    """16 hex digits naming a JSON value (a rendered prompt, a gold): what a record was made
+    from, so that a resume reuses it only for the same input."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=jsonable)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def key_of(record: dict[str, Any]) -> Key:

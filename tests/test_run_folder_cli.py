@@ -111,11 +111,11 @@ def test_a_bug_exits_1_with_its_traceback_in_logs(tmp_path, data_dir):
     assert "Traceback" in logs and "1 / 0" in logs
 
 
-def test_an_empty_selection_says_so(tmp_path, data_dir):
-    proc = run_cli(*GSM8K, "env.limit=0", f"logging.results_dir={tmp_path}", cwd=tmp_path)
-    assert "has no problems" in proc.stderr
-    summary = load_summary(next(tmp_path.glob("gsm8k_*")))
-    assert summary["counts"]["samples"] == 0 and summary["metrics"]["accuracy"] is None
+def test_an_empty_selection_is_refused_before_any_folder(tmp_path, data_dir):
+    proc = run_cli(*GSM8K, "env.limit=0", f"logging.results_dir={tmp_path}", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "skyeval: error: env 'gsm8k' has no problems (env.limit=0): nothing to run"]
+    assert not list(tmp_path.glob("gsm8k_*"))
 
 
 @pytest.mark.parametrize("override", ["sampling_params.n=0", "sampling_params.n=-2", "env.limit=-3", "env.limit=ten",

@@ -111,10 +111,17 @@ def model_group(name: str, where: str) -> str:
 
 # ---- errors ---------------------------------------------------------------------------------
 def composition_error(err: BaseException) -> ConfigError:
-    """A Hydra composition error (an unknown key, a wrong type) as one line: the key, what
-    is wrong, and the closest valid key of its section."""
+    """A Hydra composition error (an unknown key or group option, a wrong type) as one line:
+    the key, what is wrong, and the closest valid key or option."""
     cause = err.__cause__ or err
     message = str(cause)
+    missing = re.search(r"Could not find '([\w/]+)/([^']+)'", message)
+    if missing:
+        return unknown_option(missing[1], missing[2])
+    appended = re.search(r"Could not override '([\w/]+)'.*?use (\+\S+)", message, re.DOTALL)
+    if appended:
+        return ConfigError(f"{appended[2][1:]}: no {appended[1]} is selected yet, so there is none to override; "
+                           f"write {appended[2]}")
     key = getattr(cause, "full_key", None) or ""
     schema = getattr(cause, "object_type", None)
     if not key and "full_key: " in message:  # a key of a `--config` file: Hydra keeps only the text
@@ -128,6 +135,52 @@ def composition_error(err: BaseException) -> ConfigError:
     text = next((line for line in lines if not line.endswith("raised while composing config:")),
                 lines[0] if lines else type(cause).__name__)
     return ConfigError(f"{key + ': ' if key else ''}{text}")
+
+
+def unknown_option(group: str, option: str) -> ConfigError:
+    """`model_config=opnai`: the group's options, with the closest one."""
+    options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    close = difflib.get_close_matches(option, options, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"{group}={option}: no such option.{hint} Options: {', '.join(options) or 'none'}")
+
+
+def full_key(name: str) -> str | None:
+    """The full key of a setting given by its bare name (`limit` -> `env.limit`,
+    `temperature` -> `sampling_params.temperature`), or None."""
+    from skyeval.backends.base import SamplingParams, ScalingConfig
+    from skyeval.config.schema import LoggingConfig
+    from skyeval.envs.registry import FAMILIES, constructor_knobs
+    from skyeval.templates import Template
+
+    def fields(*classes: type) -> set[str]:
+        return {f.name for cls in classes for f in dataclasses.fields(cls) if not f.name.startswith("_")}
+
+    env_classes, todo = set(), list(FAMILIES)
+    while todo:
+        env_cls = todo.pop()
+        env_classes.add(env_cls)
+        todo.extend(env_cls.__subclasses__())
+    sections = [("sampling_params", fields(SamplingParams)),
+                ("env", {k for cls in env_classes for k in constructor_knobs(cls)}),
+                ("model_config", fields(*(model_config_class(t) for t in MODEL_CONFIGS.values()))),
+                ("logging", fields(LoggingConfig)), ("scaling", fields(ScalingConfig)), ("template", fields(Template))]
+    return next((f"{section}.{name}" for section, names in sections if name in names), None)
+
+
+def bare_key_error(override: str) -> ConfigError | None:
+    """`limit=5` (a section's key given bare, not a root setting) -> its full form, else None."""
+    key, sep, value = override.partition("=")
+    if not sep or key.startswith(("+", "~")) or "." in key or "/" in key:
+        return None
+    from skyeval.config.schema import RunConfig
+
+    if key in {f.name for f in dataclasses.fields(RunConfig)} or (CONF_DIR / key).is_dir() or key in ("hydra", "run_dir"):
+        return None
+    found = full_key(key)
+    if found is None:
+        return None
+    return ConfigError(f"{override}: {key!r} is not a top-level setting; did you mean {found}={value}?")
 
 
 def _schemas() -> dict[str, type]:

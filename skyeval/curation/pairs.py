@@ -11,6 +11,10 @@ sample index. Per question:
   *incorrect* response; chosen = the shortest correct response strictly *longer* than it
   (SkyThought's "SILC" pairs). Teaches that being short is no excuse for being wrong.
 
+A chosen response must also be readable, its reasoning included: its ``keep`` when the
+rows carry one (a RejectionSampling run, or `curate.py pairs`), else
+``sample_readability`` >= 0.5. A looping reasoning is never chosen.
+
 A pair row: ``id``, ``kind``, ``prompt`` (the stored prompt; an assistant prefill moves
 into the responses), ``chosen`` and ``rejected`` (the reasoning kept as ``fmt`` says, see
 ``skyeval.curation.sharegpt``; as ``[{"role": "assistant", "content": ...}]`` when the
@@ -23,6 +27,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from skyeval.curation.readability import sample_readability
 from skyeval.curation.sharegpt import ReasoningFormat, prompt_and_response
 from skyeval.metrics import CORRECT
 
@@ -32,7 +37,8 @@ if TYPE_CHECKING:
 
 SHORTEST_LONGEST = "shortest_longest"
 SILC = "short_incorrect_long_correct"
-_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage")
+_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage", "keep")
+MIN_READABILITY = 0.5
 
 
 def response_length(row: dict[str, Any]) -> int:
@@ -48,18 +54,27 @@ def question_pairs(samples: list[dict[str, Any]], *, silc: bool = False,
     ranked = sorted(samples, key=lambda s: (response_length(s), s["sample_idx"]))
     correct = [s for s in ranked if float(s["score"]) >= CORRECT]
     incorrect = [s for s in ranked if float(s["score"]) < CORRECT]
+    choosable = [s for s in correct if readable(s)]
     pairs = []
-    if correct:
-        shortest = correct[0]
+    if choosable:
+        shortest = choosable[0]
         longest = max(correct, key=lambda s: (response_length(s), -s["sample_idx"]))
         if response_length(shortest) < response_length(longest):
             pairs.append(_pair(SHORTEST_LONGEST, shortest, longest, fmt))
     if silc and incorrect:
         short_wrong = incorrect[0]
-        longer = [s for s in correct if response_length(s) > response_length(short_wrong)]
+        longer = [s for s in choosable if response_length(s) > response_length(short_wrong)]
         if longer:
             pairs.append(_pair(SILC, longer[0], short_wrong, fmt))
     return pairs
+
+
+def readable(sample: dict[str, Any]) -> bool:
+    """Whether a correct sample may be chosen: its `keep`, else its whole readability."""
+    if sample.get("keep") is not None:
+        return bool(sample["keep"])
+    reasoning = sample.get("reasoning") or sample.get("reasoning_content")
+    return sample_readability(sample.get("generation") or "", reasoning).score >= MIN_READABILITY
 
 
 def preference_pairs(ds: "ray.data.Dataset", *, silc: bool = False,

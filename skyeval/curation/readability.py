@@ -15,6 +15,10 @@ The score is the product of four factors, each in 0..1:
   ``#### x`` or "answer is / answer:"), else ``missing_answer_factor`` (default 0.5).
 
 Empty or whitespace-only text scores 0. Same text, same score: no model, no randomness.
+
+A sample is judged whole (`sample_readability`): its answer as above, times its reasoning
+(the thinking kept apart from the answer) judged on the same factors but the answer's; a
+looping reasoning fails the sample, with `reasoning_repetition` among its issues.
 """
 
 from __future__ import annotations
@@ -66,6 +70,24 @@ def readability(
     return Readability(round(score, 6), **{k: round(v, 6) for k, v in factors.items()}, issues=issues)
 
 
+def sample_readability(generation: str, reasoning: str | None = None, **options: float) -> Readability:
+    """The readability of a whole sample: the answer's (`readability`) times its reasoning's
+    (no final answer needed there). Issues of the reasoning are named `reasoning_<factor>`;
+    the factors are the lower of the two. No reasoning: the answer's readability."""
+    answer = readability(generation, **options)
+    if not reasoning or not reasoning.strip():
+        return answer
+    thought = reasoning_readability(reasoning, **options)
+    return Readability(round(answer.score * thought.score, 6),
+                       **{k: min(getattr(answer, k), getattr(thought, k)) for k in ("lines", "repetition", "clean")},
+                       answer=answer.answer, issues=answer.issues + [f"reasoning_{i}" for i in thought.issues])
+
+
+def reasoning_readability(reasoning: str, **options: float) -> Readability:
+    """`readability` of a reasoning, which states no final answer: the answer factor is 1."""
+    return readability(reasoning, **{**options, "missing_answer_factor": 1.0})
+
+
 def long_line_fraction(text: str, max_line_chars: int = 1000) -> float:
     """Share of non-empty lines longer than `max_line_chars`."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -103,11 +125,11 @@ def _clip(value: float) -> float:
 
 class ReadabilityScorer:
     """A scorer for `Env.scoring_functions`: `{"score": readability, "issues": [...]}` of a
-    sample's generation (see `readability`; the env is not consulted)."""
+    sample, its reasoning included (see `sample_readability`; the env is not consulted)."""
 
     def __init__(self, env: object = None) -> None:
         pass
 
     def __call__(self, item: dict) -> dict:
-        report = readability(item.get("generation") or "")
+        report = sample_readability(item.get("generation") or "", item.get("reasoning"))
         return {"score": report.score, "issues": report.issues}

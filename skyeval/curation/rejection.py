@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from skyeval.curation.readability import readability
+from skyeval.curation.readability import reasoning_readability, sample_readability
 from skyeval.envs.math import GSM8KEnv, MathEnv, NuminaEnv
 from skyeval.metrics import CORRECT
 
@@ -23,14 +23,17 @@ if TYPE_CHECKING:
 DEFAULT_MIN_READABILITY = 0.5
 
 
-def judge(correctness: float, generation: str, *, min_readability: float = DEFAULT_MIN_READABILITY,
-          min_correctness: float = CORRECT) -> dict[str, Any]:
-    """`correctness`, `readability`, `readability_issues` and `keep` of one sample."""
-    report = readability(generation)
+def judge(correctness: float, generation: str, *, reasoning: str | None = None,
+          min_readability: float = DEFAULT_MIN_READABILITY, min_correctness: float = CORRECT) -> dict[str, Any]:
+    """`correctness`, `readability` (of the whole sample: the answer and its reasoning),
+    `readability_issues` (`reasoning_repetition` for a looping reasoning),
+    `reasoning_readability` (None without reasoning) and `keep` of one sample."""
+    report = sample_readability(generation, reasoning)
     return {
         "correctness": correctness,
         "readability": report.score,
         "readability_issues": report.issues,
+        "reasoning_readability": reasoning_readability(reasoning).score if reasoning and reasoning.strip() else None,
         "keep": correctness >= min_correctness and report.score >= min_readability,
     }
 
@@ -55,6 +58,7 @@ class RejectionSampling:
         result = dict(super().score_item(item))  # type: ignore[misc]
         correctness = float(result["score"])
         return {**result, "score": correctness, **judge(correctness, item.get("generation") or "",
+                                                        reasoning=item.get("reasoning"),
                                                         min_readability=self.min_readability,
                                                         min_correctness=self.min_correctness)}
 

@@ -21,7 +21,7 @@ from skyeval.backends.base import (
     ScalingConfig,
 )
 from skyeval.envs.data import RowSource
-from skyeval.errors import ConfigError
+from skyeval.errors import ConfigError, GoldError
 from skyeval.templates import Template
 
 if TYPE_CHECKING:
@@ -80,6 +80,16 @@ class Env:
         MathArena folders): `read_dataset` then streams it in one Ray task."""
         return type(self).load_rows is not Env.load_rows
 
+    def check_data(self) -> None:
+        """Read every line of the env's local JSONL files once (before a run claims its
+        folder): the first line that is not JSON is a DataFileError naming the file and the
+        line. Hub data, other formats and layouts of the env's own are checked as read."""
+        from skyeval.envs.data import check_lines, resolve_data_dir
+
+        if not self.own_layout and self.local_files and resolve_data_dir(self.data_dir) is not None:
+            source = RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
+            check_lines(source.paths or [])
+
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
         raise NotImplementedError(f"{type(self).__name__} must implement to_problem(row, index)")
@@ -98,6 +108,7 @@ class Env:
                 return
             try:
                 problem = self.to_problem(row, index)
+                self.check_gold(problem, allow_none=True)  # no gold: scored null; a malformed one: this row fails
             except Exception as err:  # noqa: BLE001 - a malformed row
                 if on_error is None:
                     raise ValueError(f"env {self.name!r}: row {index} is malformed: {type(err).__name__}: {err}") from err
@@ -221,6 +232,33 @@ class Env:
         return item if item.get("prompt") is not None else self.apply_prompt_template_on_item(item)
 
     # ---- scoring ------------------------------------------------------------------------
+    def check_gold(self, item: dict[str, Any], allow_none: bool = False, where: str = "") -> None:
+        """Raise GoldError when a gold the item carries (its `required_keys`) is malformed:
+        None (unless `allow_none`: a problem without a gold fails as such), empty, of the
+        wrong type or unparseable. A missing key is left to the caller's own message."""
+        for key in self.required_keys:
+            if key not in item or (item[key] is None and allow_none):
+                continue
+            expected = self.gold_problem(key, item[key], item)
+            if expected is not None:
+                raise GoldError(self.name, key, expected, item[key], where)
+
+    def gold_problem(self, key: str, value: Any, item: dict[str, Any]) -> str | None:
+        """What gold `key` must be when `value` is not that, else None. Base: an answer
+        string (or a number), or a non-empty list of them."""
+        def answer(v: Any) -> bool:
+            return (isinstance(v, str) and bool(v.strip())) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+        ok = answer(value) or (isinstance(value, list) and bool(value) and all(map(answer, value)))
+        return None if ok else "a non-empty answer string (or a list of them)"
+
+    def gold_hash(self, problem: dict[str, Any]) -> str:
+        """A hash of what a sample of `problem` is scored against (its `required_keys`): a
+        score record keeps it, and a resume reuses the score only for the same gold."""
+        from skyeval.results import content_hash
+
+        return content_hash({key: problem.get(key) for key in self.required_keys})
+
     def scoring_functions(self) -> dict[str, Any]:
         """The env's scorers by column name: `{"math": MathScorer}`. A value is a scorer
         class, built as `cls(env)`, or a callable; either is called with a sample
@@ -250,6 +288,7 @@ class Env:
         scorers = self.scoring_functions()
         if not scorers:
             raise NotImplementedError(f"{type(self).__name__} must implement scoring_functions() or score_item(item)")
+        self.check_gold(item)
         primary = self.primary_scorer()
         results = {name: _scored(name, scorer(self) if isinstance(scorer, type) else scorer, item)
                    for name, scorer in scorers.items()}
@@ -280,8 +319,9 @@ class Env:
         """`score_item` of every item (each with `generation` and the env's `required_keys`),
         in order, in parallel on `scorer_pool`. Never raises on a generation: an item that
         ran past `item_timeout_s`, crashed its worker or made the scorer raise scores 0.0
-        with the reason in `score_error` (None on the others). A missing key or a
-        generation that is not a string is the caller's error (ValueError)."""
+        with the reason in `score_error` (None on the others). A missing key, a generation
+        that is not a string or a malformed gold (`check_gold`: GoldError) is the caller's
+        error (a ValueError), raised before anything is scored."""
         from skyeval.scorers.pool import ItemFailure
 
         items = list(items)
@@ -290,6 +330,7 @@ class Env:
             if missing or not isinstance(item["generation"], str):
                 problem = f"lacks {missing}" if missing else f"has a {type(item['generation']).__name__} generation, not a string"
                 raise ValueError(f"score_batch of env {self.name!r}: item {index} {problem}")
+            self.check_gold(item, where=f" of item {index}")
         results = self.scorer_pool(workers, item_timeout_s).map(items)
         return [{"score": 0.0, "score_error": r.reason} if isinstance(r, ItemFailure) else {**r, "score_error": None}
                 for r in results]

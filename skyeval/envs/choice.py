@@ -33,6 +33,12 @@ class ChoiceEnv(Env):
             f"option ({LETTERS[gold]}), \"{choices[gold]}\", does.\n\nThe answer is \\boxed{{{LETTERS[gold]}}}."
         )
 
+    def gold_problem(self, key: str, value: Any, item: dict[str, Any]) -> str | None:
+        """The gold is one option letter, within the problem's options."""
+        count = item.get("num_options") if isinstance(item.get("num_options"), int) else len(LETTERS)
+        valid = tuple(LETTERS[:count])
+        return None if isinstance(value, str) and value in valid else f"one option letter ({valid[0]}-{valid[-1]})"
+
     scorer_name = "choice"
 
     def scoring_functions(self) -> dict[str, Any]:

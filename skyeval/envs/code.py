@@ -121,6 +121,10 @@ class CodeEnv(Env):
     def keep(self, problem: dict[str, Any]) -> bool:
         return problem["tests_json"] is not None
 
+    def gold_problem(self, key: str, value: Any, item: dict[str, Any]) -> str | None:
+        """The gold is a test spec as JSON text, in one of score_code's shapes."""
+        return tests_problem(value)
+
     def reference_generation(self, problem: dict[str, Any]) -> str | None:
         solution = problem.get("solution")
         return f"```python\n{solution.strip(chr(10))}\n```" if solution else None
@@ -140,6 +144,34 @@ class CodeEnv(Env):
 
     def scoring_functions(self) -> dict[str, Any]:
         return {"code": CodeScorer}
+
+
+_TEST_FIELDS = {"stdin": ("inputs", "outputs"), "call": ("fn_name", "inputs", "outputs"),
+                "functional": ("test", "entry_point"), "asserts": ("asserts",)}
+TESTS_SPEC = ('a JSON test spec {"type": "stdin"|"call" with non-empty "inputs" and "outputs" of one length '
+              '(and "fn_name"), "functional" with "test" and "entry_point", or "asserts" with a non-empty list}')
+
+
+def tests_problem(value: Any) -> str | None:
+    """None for a well-formed `tests_json`, else what it must be (`TESTS_SPEC`, with the flaw)."""
+    if not isinstance(value, str) or not value.strip():
+        return TESTS_SPEC
+    try:
+        tests = json.loads(value)
+    except ValueError as err:
+        return f"{TESTS_SPEC} (not JSON: {err})"
+    kind = tests.get("type") if isinstance(tests, dict) else None
+    if kind not in _TEST_FIELDS:
+        return TESTS_SPEC
+    missing = [name for name in _TEST_FIELDS[kind] if not tests.get(name)]
+    if missing:
+        return f"{TESTS_SPEC} (a {kind!r} spec without {', '.join(missing)})"
+    if kind in ("stdin", "call") and not (isinstance(tests["inputs"], list) and isinstance(tests["outputs"], list)
+                                          and len(tests["inputs"]) == len(tests["outputs"])):
+        return f"{TESTS_SPEC} (inputs and outputs are not lists of one length)"
+    if kind == "asserts" and not isinstance(tests["asserts"], list):
+        return f"{TESTS_SPEC} (asserts is not a list)"
+    return None
 
 
 class CodeScorer:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
-from skyeval.errors import ConfigError, DataNotFoundError
+from skyeval.errors import ConfigError, DataFileError, DataNotFoundError
 
 if TYPE_CHECKING:
     import datasets
@@ -80,20 +80,31 @@ def _text_rows(fh: IO[str], name: str, path: Path) -> Iterator[dict[str, Any]]:
         try:
             data = json.load(fh)
         except json.JSONDecodeError as err:
-            raise ValueError(f"unreadable dataset file {path}: {err}") from err
+            raise DataFileError(f"unreadable dataset file {path}: {err}") from err
         yield from data if isinstance(data, list) else [data]
     else:  # .csv
         try:
             yield from csv.DictReader(fh)
         except csv.Error as err:
-            raise ValueError(f"unreadable dataset file {path}: {err}") from err
+            raise DataFileError(f"unreadable dataset file {path}: {err}") from err
+
+
+def check_lines(paths: Iterable[Path]) -> None:
+    """Read every line of the JSONL files among `paths` once: the first that is not JSON is
+    a DataFileError naming the file and the line number (before a run, not in its middle)."""
+    for path in paths:
+        if path.name.endswith((".jsonl", ".jsonl.gz")):
+            with _open_text(path) as fh:
+                for number, line in enumerate(fh, 1):
+                    if line.strip():
+                        _json_line(line, path, f"line {number}")
 
 
 def _json_line(line: str | bytes, path: Path, where: str) -> dict[str, Any]:
     try:
         return json.loads(line)
     except json.JSONDecodeError as err:
-        raise ValueError(f"unreadable dataset file {path}, {where}: {err}") from err
+        raise DataFileError(f"unreadable dataset file {path}, {where}: {err}") from err
 
 
 def _parquet_rows(path: Path, row_groups: list[int] | None = None) -> Iterator[dict[str, Any]]:

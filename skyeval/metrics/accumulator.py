@@ -20,7 +20,7 @@ from fractions import Fraction
 from math import comb
 from typing import Any, Callable, Iterable, Iterator
 
-from skyeval.errors import ConfigError
+from skyeval.errors import ConfigError, SkyevalError
 from skyeval.metrics.intervals import (
     INTERVAL_METHOD,
     Exact,
@@ -33,7 +33,11 @@ from skyeval.metrics.intervals import (
 from skyeval.metrics.specs import MetricSpec, as_specs, parse_metrics
 
 CORRECT = 1.0 - 1e-9  # a sample counts as correct for pass@k when its score reaches 1
-STATE_VERSION = 2
+STATE_VERSION = 2  # of `state()`: a state of another version is refused (MetricsStateError)
+
+
+class MetricsStateError(SkyevalError, ValueError):
+    """A metrics state this release cannot read (another `version`)."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -340,7 +344,9 @@ class MetricsAccumulator:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> MetricsAccumulator:
         if state.get("version") != STATE_VERSION:
-            raise ValueError(f"metrics state version {state.get('version')!r}, expected {STATE_VERSION}")
+            raise MetricsStateError(f"its metrics state is version {state.get('version')!r}, written by another "
+                                    f"skyeval release (this one reads version {STATE_VERSION}): run it again "
+                                    "with this release")
         acc = cls(**state["config"])
         (acc.problems, acc.scored, acc.failed, acc.missing, acc.parse_failed, acc.finish_known, acc.truncated,
          acc.finished, acc.without_tokens, acc.prompt_tokens, acc.prompt_samples, acc.estimated_samples) = state["counts"]

@@ -18,11 +18,12 @@ import dataclasses
 import difflib
 import json
 import logging
+import socket
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyeval.errors import ConfigError
+from skyeval.errors import ConfigError, GoldError
 from skyeval.reward.components import COMPONENTS, RewardConfig
 from skyeval.reward.scoring import Reward
 
@@ -77,7 +78,10 @@ def build_app(reward: Reward, max_batch: int = 4096, max_body_mb: float = 64.0) 
             completions, prompts, labels = parse_request(payload, max_batch)
         except BadRequest as err:
             return JSONResponse({"error": str(err)}, status_code=err.status)
-        results = await run_in_threadpool(reward.score, completions, labels, prompts=prompts)
+        try:
+            results = await run_in_threadpool(reward.score, completions, labels, prompts=prompts)
+        except GoldError as err:  # a malformed label: the caller's error, never a silent 0
+            return JSONResponse({"error": str(err)}, status_code=422)
         rewards = [r["reward"] for r in results]
         return JSONResponse({"rewards": rewards, "scores": rewards,
                              "extra_logs": {name: [r[name] for r in results] for name in COMPONENTS},
@@ -190,11 +194,27 @@ def serve(config: ServeConfig) -> None:
     """Build the env and serve until stopped."""
     import uvicorn
 
+    sock = listen(config.host, config.port)  # a busy port is one line, before any banner
     reward = Reward(config.env, config.reward, config.env_knobs)
     app = build_app(reward, config.max_batch, config.max_body_mb)
-    print(f"skyeval reward server: env {reward.env.name} on http://{config.host}:{config.port} "
+    print(f"skyeval reward server: env {reward.env.name} on http://{config.host}:{sock.getsockname()[1]} "
           "(POST /get_reward, GET /health)", flush=True)
-    uvicorn.run(app, host=config.host, port=config.port, log_level="warning", timeout_graceful_shutdown=30)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
+    server.run(sockets=[sock])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port for the server, or a ConfigError when it is taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a live listener still refuses
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise ConfigError(f"serve-reward: cannot listen on {host}:{port}: {err.strerror or err} "
+                          "(is another server there? choose another with port=P)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def main(args: list[str]) -> int:

@@ -21,10 +21,11 @@ from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
-from skyeval.results import RunFolder, Shard, read_json, write_json
+from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
 from skyeval.run.logs import announce, setup_logging, to_files
+from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
 
 log = logging.getLogger("skyeval")
@@ -91,14 +92,42 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
+    if not config.shard.active:  # a shard's data errors are recorded in its state instead (merge names them)
+        check_problems(env)
+        env.check_data()
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
-    folder = resume.run_folder(config, run_dir)
-    with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
-        return _execute(config, env, folder)
+    try:  # every setting is checked before the folder is claimed: a bad one leaves nothing on disk
+        _prepare(config, env)
+        folder = resume.run_folder(config, run_dir)
+        with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
+            return _execute(config, env, folder)
+    finally:
+        env.close()
+
+
+def _prepare(config: RunConfig, env: Env) -> None:
+    """Attach the backend (its key and endpoint are checked as it is built; a vLLM engine
+    starts later, on the first request) and check that a tracker asked for is installed."""
+    if config.stage == "score":  # re-scoring needs no model: no backend, key or server
+        env.sampling, env.model_source = config.sampling_params, config.model_config.model_source
+    else:
+        check_model(config.model_config)
+        env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
+                  sampling_params=config.sampling_params)
+    trackers.check(config)  # a tracker asked for but not installed fails before any work
+
+
+def check_problems(env: Env) -> None:
+    """An env without a single problem (an empty data file, `env.limit=0`, filters that keep
+    nothing) is a ConfigError before any folder exists, never a `complete` run of 0 samples.
+    Reads only up to the first problem."""
+    if next(env.iter_problems(on_error=lambda index, err: None), None) is None:
+        why = "env.limit=0" if env.limit == 0 else "its data holds no problem its knobs keep"
+        raise ConfigError(f"env {env.name!r} has no problems ({why}): nothing to run")
 
 
 def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
@@ -106,14 +135,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
 
     stage, shard = config.stage, config.shard
     setup_logging(folder.logs, config.logging.level)
-    if stage == "score":  # re-scoring needs no model: no backend, key or server
-        env.sampling, env.model_source = config.sampling_params, config.model_config.model_source
-    else:
-        env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
-                  sampling_params=config.sampling_params)
     # checked before any work: a sandbox that can't run fails here, not after generating
     scoring = env.describe_scoring() if stage != "generate" else {}
-    trackers.check(config)  # a tracker asked for but not installed fails before any work
     resumed, started_at = _claim(folder, config)
     template = env.template.describe(env.model_source)
     log.info("system prompt: %s", template["system_prompt_reason"])
@@ -215,7 +238,8 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
             return 0
         if earlier is None or earlier.empty:
             return sampling.n
-        return sum(not earlier.done((pid, i), config.stage, config.retry_failures) for i in range(sampling.n))
+        made = (content_hash(env.apply_prompt_template_on_item(problem)["prompt"]), env.gold_hash(problem))
+        return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
 
     report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
     how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")

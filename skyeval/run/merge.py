@@ -25,6 +25,7 @@ from typing import Any
 
 from skyeval.errors import ConfigError, RunFolderError
 from skyeval.metrics import MetricsAccumulator
+from skyeval.metrics.accumulator import MetricsStateError
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import trackers
 from skyeval.run.cost import run_cost
@@ -165,11 +166,20 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
     return summary
 
 
+def _metrics(state: dict[str, Any]) -> MetricsAccumulator:
+    """A shard's metrics; a state of another release is refused naming the shard."""
+    try:
+        return MetricsAccumulator.from_state(state["metrics_state"])
+    except MetricsStateError as err:
+        shard = state.get("shard") or {}
+        raise MetricsStateError(f"shard {shard.get('index')} of {shard.get('count')}: {err}") from None
+
+
 def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary from finished shard states, shaped like an unsharded run's."""
-    metrics = MetricsAccumulator.from_state(states[0]["metrics_state"])
+    metrics = _metrics(states[0])
     for state in states[1:]:
-        metrics.merge(MetricsAccumulator.from_state(state["metrics_state"]))
+        metrics.merge(_metrics(state))
     base = states[0]
     counts = {k: sum(s["counts"].get(k, 0) for s in states) for k in _COUNTS}
     by_stage: Counter = Counter()
@@ -181,6 +191,8 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "status": "complete_with_failures" if counts["failed"] else "complete",
         "counts": counts,
         "failures_by_stage": dict(by_stage),
+        "records": {k: sum((s.get("records") or {}).get(k, 0) for s in states)
+                    for k in ("unreadable_lines", "outside_selection")},
         "metrics": metrics.summary() if base["stage"] != "generate" else {},
         "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items()
                        if k not in ("grading", "passed_by_tolerance")},

@@ -26,7 +26,7 @@ from skyeval.config.schema import STAGES
 from skyeval.envs.base import Env
 from skyeval.errors import ClusterError
 from skyeval.metrics import MetricsAccumulator
-from skyeval.results import KeySet, PartWriter, RunFolder, Shard, key_hash, key_of
+from skyeval.results import KeySet, PartWriter, RunFolder, Shard, content_hash, key_hash, key_of
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
@@ -46,6 +46,8 @@ class RunOutcome:
     scored: int = 0
     failed: int = 0
     resumed: int = 0
+    unreadable_lines: int = 0  # torn lines found in the folder's record files (their samples redone)
+    outside: int = 0  # earlier samples in the folder outside this run's selection: kept, not counted
     failures_by_stage: Counter = field(default_factory=Counter)
     interrupted: bool = False
     lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
@@ -61,6 +63,7 @@ class RunOutcome:
             "counts": {"problems": self.problems, "samples": self.samples, "generated": self.generated,
                        "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
                        "resumed": self.resumed},
+            "records": {"unreadable_lines": self.unreadable_lines, "outside_selection": self.outside},
             "failures_by_stage": dict(self.failures_by_stage),
             "metrics": self.metrics_summary,
         }
@@ -101,11 +104,16 @@ class _Pipeline:
         self.members = array("Q")  # hashes of this run's problem ids, to count earlier records
         self.in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
         self.rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
+        # earlier records made from another prompt or gold: dropped once replaced (8-byte key hashes)
+        self.stale_generated, self.stale_scored = array("Q"), array("Q")
+        self.changed: Counter = Counter()  # samples whose problem changed since the earlier run, by what
         self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
     def run(self) -> RunOutcome:
         try:
+            self.earlier.warn_unreadable(self.folder.path, self.stage)
+            self.outcome.unreadable_lines = self.earlier.unreadable_lines
             if not self.earlier.empty and self.stage != "score":
                 self.announce_resume()
             if self.stage == "score":
@@ -137,11 +145,13 @@ class _Pipeline:
             if not self.shard.owns(pid):
                 continue
             self._count_problem(pid)
-            wanted = self._wanted(pid, problem)
+            templated, made, error = self._templated(problem)
+            wanted = self._wanted(pid, templated or problem, made)
             if not wanted:
                 continue
             try:
-                templated = self.env.apply_prompt_template_on_item(problem)
+                if error is not None:
+                    raise error
                 request = self.env.request_for(templated, wanted)
             except Exception as err:  # noqa: BLE001 - one bad record never aborts the run
                 for i in wanted:
@@ -154,34 +164,63 @@ class _Pipeline:
                     self.in_flight[pid] = [templated, len(wanted)]
             yield request
 
+    def _templated(self, problem: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, str] | None,
+                                                            Exception | None]:
+        """The problem with its prompt and `gold_hash`, and (prompt hash, gold hash): what its
+        records are made from. A template that fails gives the error instead."""
+        try:
+            templated = self.env.apply_prompt_template_on_item(problem)
+        except Exception as err:  # noqa: BLE001 - a template failure of this problem
+            return None, None, err
+        templated["gold_hash"] = self.env.gold_hash(problem)
+        return templated, (content_hash(templated.get("prompt")), templated["gold_hash"]), None
+
     def announce_resume(self) -> None:
-        """Say how much of a resumed folder is left to send (one pass over the problems' ids)."""
+        """Say how much of a resumed folder is left to send (one pass over the problems)."""
         requests = samples = problems = 0
         for problem in self.env.iter_problems(on_error=lambda index, err: None):
             pid = str(problem["id"])
             if not self.shard.owns(pid):
                 continue
-            todo = sum(not self.earlier.done((pid, i), self.stage, self.retry_failures)
-                       and (pid, i) not in self.earlier.generated for i in range(self.n))
+            made = self._templated(problem)[1]
+            todo = sum(not self.earlier.done((pid, i), self.stage, self.retry_failures, made)
+                       and not self._reusable((pid, i), made) for i in range(self.n))
             problems, samples, requests = problems + 1, samples + todo, requests + bool(todo)
         log.info("resuming: %d requests to send (%d of %d samples); the folder holds the rest", requests, samples,
                  problems * self.n)
 
-    def _wanted(self, pid: str, problem: dict[str, Any]) -> list[int]:
-        """The sample indices of a problem to generate; those an earlier run generated but
-        did not score are queued for scoring (`self.rescore`)."""
+    def _reusable(self, key: tuple[str, int], made: tuple[str, str] | None) -> bool:
+        """Whether an earlier generation of the sample can be (re)scored instead of generated
+        again: made from this prompt (the `score` stage scores whatever is saved)."""
+        if key not in self.earlier.generated:
+            return False
+        return self.stage == "score" or made is None or self.earlier.generated_same(key, made[0])
+
+    def _wanted(self, pid: str, problem: dict[str, Any], made: tuple[str, str] | None) -> list[int]:
+        """The sample indices of a problem to generate; those an earlier run generated from
+        the same prompt but did not score (or scored against another gold) are queued for
+        scoring (`self.rescore`). Earlier records of another prompt or gold are stale."""
         if self.earlier.empty:
             return list(range(self.n)) if self.stage != "score" else []
         wanted = []
         for i in range(self.n):
             key = (pid, i)
-            generated_before = key in self.earlier.generated
-            done = self.earlier.done(key, self.stage, self.retry_failures)
-            self.outcome.generated += generated_before
-            self.outcome.resumed += generated_before or done  # an earlier run's work, not repeated
+            reusable = self._reusable(key, made)
+            done = self.earlier.done(key, self.stage, self.retry_failures, made)
+            if key in self.earlier.generated and not reusable:
+                self.changed["prompt"] += 1
+                self.stale_generated.append(key_hash(key))
+            elif self.stage == "score" and made is not None and key in self.earlier.generated \
+                    and not self.earlier.generated_same(key, made[0]):
+                self.changed["prompt_scored"] += 1
+            if not done and key in self.earlier.scored:
+                self.stale_scored.append(key_hash(key))
+                self.changed["gold"] += reusable
+            self.outcome.generated += reusable
+            self.outcome.resumed += reusable or done  # an earlier run's work, not repeated
             if done:
                 continue
-            if generated_before:
+            if reusable:
                 self.rescore[pid] = problem
             elif self.stage != "score":
                 wanted.append(i)
@@ -262,7 +301,12 @@ class _Pipeline:
         for record in self.earlier.generations():
             key = key_of(record)
             problem = self.rescore.get(key[0])
-            if problem is not None and key[1] < self.n and not self.earlier.done(key, self.stage, self.retry_failures):
+            if problem is None or key[1] >= self.n:
+                continue
+            made = (content_hash(problem.get("prompt")), problem.get("gold_hash"))
+            if self.stage != "score" and record.get("prompt_hash") not in (None, made[0]):
+                continue  # an older generation of another prompt, kept beside the one to score
+            if not self.earlier.done(key, self.stage, self.retry_failures, made):
                 self.pool.submit({**problem, **record})
 
     # ---- reconcile ----------------------------------------------------------------------------
@@ -271,7 +315,10 @@ class _Pipeline:
         outcome = self.outcome
         if self.stage == "score" and not outcome.interrupted:
             replace_scores(self.folder, self.staging)
-        outside = account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard)
+        outside = account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard,
+                          KeySet(hashes=self.stale_scored), KeySet(hashes=self.stale_generated))
+        outcome.outside = outside
+        self._say_changed()
         outcome.failures_by_stage = self.recorder.failures_by_stage
         outcome.failed = sum(self.recorder.failures_by_stage.values())
         outcome.scored = self.progress.counts["scored"]
@@ -290,3 +337,13 @@ class _Pipeline:
             log.warning("env %s has no problems%s: nothing to do", self.env.name,
                         f" (env.limit={self.env.limit})" if self.env.limit is not None else "")
         return outcome
+
+    def _say_changed(self) -> None:
+        """One console line per kind of change since the earlier run: its samples were not reused."""
+        said = {"prompt": "the problem changed since the earlier run; generated again",
+                "gold": "the gold answer changed since the earlier run; scored again",
+                "prompt_scored": "the problem changed since they were generated; scored as they are "
+                                 "(run evaluate to generate them again)"}
+        for what, count in self.changed.items():
+            if count:
+                log.warning("%d samples: %s", count, said[what])

@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 from array import array
-from collections import Counter
-from typing import Any
+from collections import Counter, deque
+from typing import Any, Callable
 
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import RunFolder, Shard, key_hash, key_of
@@ -21,12 +21,15 @@ log = logging.getLogger("skyeval")
 
 class Progress:
     """Generated / scored / failed with rate and ETA: a live bar on a TTY, else a log line
-    every `every_s` seconds."""
+    every `every_s` seconds. The rate is the recent one (the last `window_s` seconds), so
+    the ETA follows a run that speeds up or slows down; `clock` is the time source."""
 
-    def __init__(self, stage: str, total: int | None = None, every_s: float = 10.0) -> None:
-        self.stage, self.total, self.every_s = stage, total, every_s
+    def __init__(self, stage: str, total: int | None = None, every_s: float = 10.0, window_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stage, self.total, self.every_s, self.window_s, self.clock = stage, total, every_s, window_s, clock
         self.counts = Counter()
-        self.start = self._last = time.monotonic()
+        self.start = self._last = clock()
+        self._recent: deque[tuple[float, int]] = deque([(self.start, 0)])  # (time, done), about once a second
         self.bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
@@ -40,16 +43,30 @@ class Progress:
         if self.bar is not None:
             self.bar.update(finished)
             self.bar.set_postfix_str(self.line(), refresh=False)
-        elif time.monotonic() - self._last >= self.every_s:
-            self._last = time.monotonic()
+        elif self.clock() - self._last >= self.every_s:
+            self._last = self.clock()
             log.info("progress: %s", self.line())
 
+    @property
+    def done(self) -> int:
+        return self.counts["generated" if self.stage == "generate" else "scored"] + self.counts["failed"]
+
+    def rate(self) -> float:
+        """Samples finished per second over the last `window_s` seconds (since the start, early on)."""
+        now, done = self.clock(), self.done
+        if now - self._recent[-1][0] >= 1.0:
+            self._recent.append((now, done))
+        while len(self._recent) > 1 and now - self._recent[0][0] > self.window_s:
+            self._recent.popleft()
+        then, before = self._recent[0]
+        return (done - before) / max(now - then, 1e-9)
+
     def line(self) -> str:
-        c, elapsed = self.counts, max(time.monotonic() - self.start, 1e-9)
-        done = c["generated" if self.stage == "generate" else "scored"] + c["failed"]
-        text = f"generated {c['generated']}, scored {c['scored']}, failed {c['failed']} | {done / elapsed:.0f}/s"
-        if self.total and done:
-            text += f", ETA {max(self.total - done, 0) * elapsed / done:.0f}s"
+        c, done, rate = self.counts, self.done, self.rate()
+        shown = f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}"
+        text = f"generated {c['generated']}, scored {c['scored']}, failed {c['failed']} | {shown}/s"
+        if self.total and done and rate > 0:
+            text += f", ETA {max(self.total - done, 0) / rate:.0f}s"
         return text
 
     def close(self) -> None:

@@ -3,8 +3,10 @@
 The driver is `skyeval.run.pipeline`; on a cluster `WorkerSink` lets the Ray backend
 write and score where it generates.
 
-A generation record is the result with its prompt. A score record leaves the texts out
-(they are in generations/ and the dataset, joined by key). A failure record says where
+A generation record is the result with its prompt and `prompt_hash`. A score record
+leaves the texts out (they are in generations/ and the dataset, joined by key) and keeps
+`prompt_hash` and `gold_hash` (what it was scored against): a resume reuses a record only
+when these still match the problem. A failure record says where
 the sample failed, why, and holds the input needed to retry it.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 from skyeval.backends.base import GenerationResult
 from skyeval.envs.base import Env, RowScorer
 from skyeval.errors import RunFolderError
-from skyeval.results import KINDS, PartWriter, RunFolder
+from skyeval.results import KINDS, PartWriter, RunFolder, content_hash
 
 GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
 _NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error")
@@ -30,10 +32,11 @@ def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, messa
 
 
 def generated(result: GenerationResult, prompt: Any) -> tuple[str, dict[str, Any]]:
-    """("generations", record) for a generated sample, ("failures", record) for a failed one."""
+    """("generations", record) for a generated sample, ("failures", record) for a failed one.
+    A generation keeps its rendered prompt and that prompt's hash (`prompt_hash`)."""
     if result.ok:
         record = {k: v for k, v in result.to_dict().items() if k not in ("error", "error_type")}
-        return "generations", {**record, "prompt": prompt}
+        return "generations", {**record, "prompt": prompt, "prompt_hash": content_hash(prompt)}
     return "failures", failure(result.id, result.sample_idx, "generate", result.error_type or "Error",
                                result.error or "", prompt=prompt)
 
