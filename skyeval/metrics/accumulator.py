@@ -160,6 +160,7 @@ class MetricsAccumulator:
         self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
         self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
+        self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -188,6 +189,8 @@ class MetricsAccumulator:
         self.parse_failed += bool(record.get("parse_failed"))
         if record.get("grading") is not None:
             self.grading[str(record["grading"])] += 1
+        if record.get("graded_by") is not None:
+            self.graded_by[str(record["graded_by"])] += 1
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -304,6 +307,7 @@ class MetricsAccumulator:
         self.completion.counts.update(other.completion.counts)
         self.reasoning.counts.update(other.reasoning.counts)
         self.grading.update(other.grading)
+        self.graded_by.update(other.graded_by)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -331,6 +335,7 @@ class MetricsAccumulator:
             "open": {pid: [[i, s, a] for i, (s, a) in sorted(samples.items())] for pid, samples in self._open.items()},
             "rows": self._rows,
             "grading": dict(self.grading),
+            "graded_by": dict(self.graded_by),
         }
 
     @classmethod
@@ -352,6 +357,7 @@ class MetricsAccumulator:
         acc._open = {pid: {i: (s, a) for i, s, a in samples} for pid, samples in state["open"].items()}
         acc._rows = list(state["rows"])
         acc.grading = Counter(state.get("grading") or {})
+        acc.graded_by = Counter(state.get("graded_by") or {})
         return acc
 
     def grading_summary(self) -> dict[str, Any]:

@@ -93,6 +93,9 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
+    if config.grading.active and config.stage == "evaluate" and _scores_on_workers(config):
+        raise ConfigError("grading.mode with model_config=ray: the Ray workers score where they generate, without "
+                          "the judge step; run `generate`, then `score run_dir=PATH grading.mode=...` to judge")
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
@@ -125,7 +128,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
                                  vote=getattr(env, "vote", None))
     try:
-        outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics)
+        outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
+                               grading=config.grading)
     except Exception as err:
         if shard.active:
             merge.mark_failed(folder, shard, err)
@@ -138,6 +142,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "run_dir": str(folder.path),
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": {**scoring, **metrics.grading_summary()},
+        **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
@@ -157,6 +162,13 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def _scores_on_workers(config: RunConfig) -> bool:
+    """Whether the model config's backend scores on a cluster's workers (ray)."""
+    from skyeval.backends.ray import RayConfig
+
+    return isinstance(config.model_config, RayConfig)
 
 
 def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:
