@@ -87,5 +87,27 @@ class RunJudging:
         return out
 
 
+def merged_grading(parts: list[dict[str, Any]], graded_by: dict[str, int]) -> dict[str, Any]:
+    """One summary `grading` from the shards' own (`parts`): counts and the judge's
+    requests, tokens and cost added up; `graded_by` from the merged metrics; each shard's
+    audit (of its own samples) kept under `audits`."""
+    merged = {**parts[0], "graded_by": dict(graded_by)}
+    for key in ("judged", "judge_parse_failed", "judge_errors", "no_answer_to_show"):
+        merged[key] = sum(p.get(key) or 0 for p in parts)
+    judge = dict(parts[0].get("judge") or {})
+    for key in ("items", "cached", "deduplicated", "requests", "parse_failed", "errors"):
+        judge[key] = sum((p.get("judge") or {}).get(key) or 0 for p in parts)
+    judge["tokens"] = {kind: sum(((p.get("judge") or {}).get("tokens") or {}).get(kind) or 0 for p in parts)
+                       for kind in ("prompt", "completion")}
+    costs = [(p.get("judge") or {}).get("cost") for p in parts]
+    judge["cost"] = None if any(c is None for c in costs) else round(sum(costs), 6)
+    merged["judge"] = judge
+    audits = [p["audit"] for p in parts if p.get("audit")]
+    merged.pop("audit", None)
+    if audits:
+        merged["audits"] = audits
+    return merged
+
+
 def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"

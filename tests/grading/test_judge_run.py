@@ -169,3 +169,23 @@ def test_audit_draws_a_fixed_sample_of_audit_n(tmp_path, omni_data, model, judge
         f"data_dir={omni_data}", f"logging.results_dir={tmp_path / 'again'}", "grading.mode=audit", "grading.audit_n=2",
         *judged_by(judge))
     assert sorted(candidate(p) for p in judge_prompts(judge)) == first  # the same draw in another folder
+
+
+def test_shards_merge_their_judge_counts(tmp_path, omni_data, model, judge):
+    args = [*base(model, omni_data, tmp_path), "grading.mode=fallback", *judged_by(judge, "grading.judge.price={input: 1, output: 1}"), "shard.count=2"]
+    run(*args, "shard.index=0")
+    merged = run(*args, "shard.index=1")
+    grading = merged["grading"]
+    assert grading["graded_by"] == {"rules": 4, "judge": 2} and grading["judged"] == 2
+    assert grading["judge"]["requests"] == 2 == len(judge.log)
+    words = sum(len(e["messages"][-1]["content"].split()) for e in judge.log) + 2 * len(EQUIVALENT.split())
+    assert grading["judge"]["cost"] == pytest.approx(words / 1e6)
+
+
+def test_ray_backend_with_a_judge_is_refused_before_any_work(tmp_path, omni_data, judge):
+    from skyeval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="model_config=ray"):
+        run("+env=omni_math", "model_config=ray", "model_config.model_source=/nowhere", f"data_dir={omni_data}",
+            f"logging.results_dir={tmp_path}", "grading.mode=fallback", *judged_by(judge))
+    assert not list(tmp_path.glob("omni_math_*"))
