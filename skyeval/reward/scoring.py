@@ -33,7 +33,12 @@ class Reward:
         self.gold_key = env.required_keys[0]  # where the env's scorer reads the gold ("expected", "tests_json")
         self.judging = None  # the judge step (`config.grading`), batched like the rules
         if self.config.grading is not None and self.config.grading.active:
+            from skyeval.envs.math import MathEnv
+            from skyeval.errors import ConfigError
             from skyeval.grading import Judge, JudgeCache
+
+            if not isinstance(env, MathEnv):
+                raise ConfigError(f"grading: a judge grades math answers, and env {env.name} is not a math env")
             from skyeval.grading.apply import GradingStep
 
             judge = Judge(self.config.grading, JudgeCache(self.config.judge_cache))

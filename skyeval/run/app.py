@@ -93,6 +93,9 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
+    if config.grading.active and config.stage != "generate" and not _judgeable(env):
+        raise ConfigError(f"grading.mode={config.grading.mode}: a judge grades math answers, and env {env.name} "
+                          "is not a math env (grading.mode=off)")
     if config.grading.active and config.stage == "evaluate" and _scores_on_workers(config):
         raise ConfigError("grading.mode with model_config=ray: the Ray workers score where they generate, without "
                           "the judge step; run `generate`, then `score run_dir=PATH grading.mode=...` to judge")
@@ -162,6 +165,13 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def _judgeable(env: Env) -> bool:
+    """Whether a judge can grade this env's answers (math envs: an answer against a gold)."""
+    from skyeval.envs.math import MathEnv
+
+    return isinstance(env, MathEnv)
 
 
 def _scores_on_workers(config: RunConfig) -> bool:

@@ -30,6 +30,7 @@ class RunJudging:
                  grade_truncated: bool = False, prefix: str = "") -> None:
         self.grading, self.folder, self.record, self.prefix = grading, folder, record, prefix
         self.judge = Judge(grading, JudgeCache(folder.path / JUDGE_DIR, f"cache-{prefix}part.jsonl"))
+        self.judge.backend()  # an unreachable judge endpoint fails here, before any sample is scored
         self.step = GradingStep(grading, self.judge, grade_truncated=grade_truncated)
         self.audit: dict[str, Any] | None = None
         self._batch: list[tuple[dict, dict]] = []
@@ -55,9 +56,18 @@ class RunJudging:
         with self._flushing:
             with self._lock:
                 batch, self._batch = self._batch, []
-            if batch:
-                for (row, _), graded in zip(batch, self.step.decide(batch)):
-                    self.record(row, graded)
+            if not batch:
+                return
+            try:
+                decided = self.step.decide(batch)
+            except Exception as err:  # noqa: BLE001 - the judge broke: these samples keep the rules' grade
+                log.error("judge step failed on %d samples (the rules' scores stand): %s: %s", len(batch),
+                          type(err).__name__, err)
+                self.step.counts["judge_errors"] += len(batch)
+                decided = [{**result, "graded_by": "rules", "rule_verdict": rule_verdict(result),
+                            "judge_error": f"{type(err).__name__}: {err}"[:1000]} for _, result in batch]
+            for (row, _), graded in zip(batch, decided):
+                self.record(row, graded)
 
     def close(self, cancel: bool = False) -> None:
         """Judge what waits (unless cancelled: those samples stay unscored, and a resume

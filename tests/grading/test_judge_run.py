@@ -189,3 +189,15 @@ def test_ray_backend_with_a_judge_is_refused_before_any_work(tmp_path, omni_data
         run("+env=omni_math", "model_config=ray", "model_config.model_source=/nowhere", f"data_dir={omni_data}",
             f"logging.results_dir={tmp_path}", "grading.mode=fallback", *judged_by(judge))
     assert not list(tmp_path.glob("omni_math_*"))
+
+
+def test_an_unreachable_judge_or_a_non_math_env_stops_the_run_before_scoring(tmp_path, omni_data, model):
+    from skyeval.errors import ConfigError, EndpointError
+
+    with pytest.raises(EndpointError, match="cannot reach"):
+        run(*base(model, omni_data, tmp_path), "grading.mode=fallback", "grading.judge.model_source=j",
+            "grading.judge.api_url=http://127.0.0.1:9/v1")
+    assert model.log == []  # nothing was generated
+    with pytest.raises(ConfigError, match="not a math env"):
+        run("+env=gpqa_diamond", f"logging.results_dir={tmp_path}", "grading.mode=fallback",
+            "grading.judge.model_source=j")
