@@ -28,8 +28,8 @@ from skyeval.errors import ClusterError
 from skyeval.grading import GradingConfig
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import KeySet, PartWriter, RunFolder, Shard, key_hash, key_of
-from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.judging import RunJudging
+from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
 from skyeval.run.scoring import ScorePool
@@ -107,8 +107,9 @@ class _Pipeline:
         self.members = array("Q")  # hashes of this run's problem ids, to count earlier records
         self.in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
         self.rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
-        self.judging = RunJudging(grading, folder, self.record_score, grade_truncated=getattr(env, "grade_truncated", False),
-                                  prefix=shard.prefix) if grading is not None and grading.active and stage != "generate" else None
+        judged = grading is not None and grading.active and stage != "generate"
+        self.judging = RunJudging(grading, folder, self.record_score, prefix=shard.prefix,
+                                  grade_truncated=getattr(env, "grade_truncated", False)) if judged else None
         self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
