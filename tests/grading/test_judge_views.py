@@ -30,7 +30,7 @@ def test_report_counts_and_viewer_rows_name_the_judge(tmp_path, omni_data, model
 
 
 def test_viewer_filters_judged_samples_and_shows_the_reply(tmp_path, omni_data, model, judge):
-    from tests.report.browser import count, start, wait_idle
+    from tests.report.browser import count, screenshot, start, wait_idle
 
     report = judged_report(tmp_path, omni_data, model, judge)
     page = start(tmp_path)
@@ -42,6 +42,8 @@ def test_viewer_filters_judged_samples_and_shows_the_reply(tmp_path, omni_data, 
         page.find_element("css selector", "#list tbody tr").click()
         wait_idle(page)
         detail = page.find_element("id", "detail").text
-        assert "judge: equivalent" in detail and "Judge (decided this score)" in detail and "Verdict: equivalent" in detail
+        assert "judge: equivalent" in detail and "Verdict: equivalent" in detail
+        assert "judge (decided this score)" in detail.lower()  # a heading, shown in capitals
+        screenshot(page, tmp_path, "viewer-judged")
     finally:
         page.quit()
