@@ -120,6 +120,7 @@ class Judge:
         self.counts: Counter = Counter()  # items, cached, deduplicated, requests, parse_failed, errors, tokens
         self._backend = None
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # one batch through the backend at a time (callers may be threads)
 
     def key(self, item: JudgeItem) -> str:
         """What makes two requests the same: judge, template, sampling and the triple."""
@@ -148,8 +149,9 @@ class Judge:
             sampling = SamplingParams(n=1, temperature=c.temperature, seed=c.seed, max_tokens=c.max_tokens)
             requests = (GenerationRequest(key, [{"role": "user", "content": render(
                 c.prompt, item.problem, gold_text(item.gold), item.answer)}], [0]) for key, item in todo.items())
-            for result in self.backend().generate(requests, sampling):
-                self._take(result, errors)
+            with self._sending:
+                for result in self.backend().generate(requests, sampling):
+                    self._take(result, errors)
         out = []
         for key in keys:
             entry = self.cache.get(key)
