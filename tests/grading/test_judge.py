@@ -34,7 +34,7 @@ def test_a_cache_folder_means_never_asking_twice(judge, tmp_path):
     again = judge_pairs(items, config(judge), cache_dir=tmp_path)
     assert len(judge.log) == 2 and not any(j.cached for j in first) and all(j.cached for j in again)
     assert [j.verdict for j in again] == [j.verdict for j in first] == ["equivalent", "equivalent"]
-    assert "any one of: 2; two" in judge_prompts(judge)[0]
+    assert sum("any one of: 2; two" in p for p in judge_prompts(judge)) == 1  # requests arrive in any order
     # another judge model or template is another question
     judge_pairs(items[:1], GradingConfig(mode="always", judge=HTTPConfig("other", judge.url), prompt="{answer}?"),
                 cache_dir=tmp_path)
