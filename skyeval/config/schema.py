@@ -8,6 +8,8 @@ from its defaults:
     conf/sampling_params/*.yaml       defaults: [SamplingParams, ...]   (skyeval.backends.base)
     conf/template/*.yaml              defaults: [Template, _self_]      (skyeval.templates)
     conf/logging/default.yaml         defaults: [LoggingConfig, _self_] (this module)
+    conf/grading/default.yaml         defaults: [GradingConfig, judge: openai, _self_] (skyeval.grading;
+                                      conf/grading/judge/*.yaml extend the model configs)
     conf/env/<name>.yaml              defaults: [MathEnv, _self_]       (an env class: its knobs,
                                                                          skyeval.envs.registry)
 
@@ -25,6 +27,7 @@ from omegaconf import MISSING
 
 from skyeval.backends.base import ModelConfig, SamplingParams, ScalingConfig, class_path
 from skyeval.errors import ConfigError
+from skyeval.grading.config import GradingConfig
 from skyeval.metrics.specs import MetricSpec, as_specs, samples_needed
 from skyeval.results import Shard
 from skyeval.templates import Template
@@ -35,6 +38,7 @@ MODEL_CONFIGS = {"reference": "skyeval.backends.reference.ReferenceConfig",
                  "openai": "skyeval.backends.openai.HTTPConfig",
                  "vllm": "skyeval.backends.vllm.VLLMConfig",
                  "ray": "skyeval.backends.ray.RayConfig"}
+GRADING_JUDGE = MODEL_CONFIGS["openai"]  # the judge's default backend (conf/grading/judge/openai.yaml)
 
 
 @dataclass
@@ -71,6 +75,7 @@ class RunConfig:
     scaling: ScalingConfig = field(default_factory=ScalingConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     shard: Shard = field(default_factory=Shard)
+    grading: GradingConfig = field(default_factory=GradingConfig)
     metrics: list[MetricSpec] | None = None
     stage: str = "evaluate"
     data_dir: str | None = None
@@ -107,6 +112,8 @@ class RunConfig:
             env = OmegaConf.to_container(node.env, resolve=True, throw_on_missing=True) if "env" in node else None
             node = node.copy()
             node.env = env  # the env's knobs as plain data: its class checks them when it is built
+            if "grading" in node and node.grading.judge is not None:  # built by GradingConfig when needed
+                node.grading.judge = OmegaConf.to_container(node.grading.judge, resolve=True)
             config = OmegaConf.to_object(node)
             if user_keys:
                 plain = OmegaConf.to_container(node, resolve=True)
@@ -212,9 +219,11 @@ def register() -> None:
     store.store(group="sampling_params", name="SamplingParams", node=SamplingParams)
     store.store(group="template", name="Template", node=Template)
     store.store(group="logging", name="LoggingConfig", node=LoggingConfig)
+    store.store(group="grading", name="GradingConfig", node=GradingConfig)
     for target in MODEL_CONFIGS.values():
         cls = model_config_class(target)
         store.store(group="model_config", name=cls.__name__, node=schema_node(cls))
+        store.store(group="grading/judge", name=cls.__name__, node=schema_node(cls))
 
 
 def schema_node(cls: type) -> Any:
@@ -230,6 +239,7 @@ def _typed(data: dict[str, Any]) -> Any:
     """Plain data (a config.yaml) merged into the RunConfig schema, its model config typed
     by its `_target_`."""
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     data = {k: v for k, v in data.items() if k in fields} | {
@@ -237,6 +247,14 @@ def _typed(data: dict[str, Any]) -> Any:
     model = dict(data.get("model_config") or {})
     cls = model_config_class(model.get("_target_") or MODEL_CONFIGS["reference"])
     data["model_config"] = OmegaConf.merge(schema_node(cls), model)
+    judge = (data.get("grading") or {}).get("judge")
+    if isinstance(judge, dict):  # typed by its `_target_` too: a misspelt key is refused
+        judge_cls = model_config_class(judge.get("_target_") or GRADING_JUDGE)
+        try:
+            judge = OmegaConf.merge(schema_node(judge_cls), judge)
+        except OmegaConfBaseException as err:
+            raise unknown_key_error(err, "grading.judge", judge_cls) or ConfigError(f"grading.judge: {err}") from None
+        data["grading"] = {**data["grading"], "judge": judge}
     return OmegaConf.merge(OmegaConf.structured(RunConfig), data)
 
 

@@ -165,6 +165,7 @@ class MetricsAccumulator:
         self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
         self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
+        self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -194,6 +195,8 @@ class MetricsAccumulator:
         if record.get("grading") is not None:
             self.grading[str(record["grading"])] += 1
         self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
+        if record.get("graded_by") is not None:
+            self.graded_by[str(record["graded_by"])] += 1
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -311,6 +314,7 @@ class MetricsAccumulator:
         self.reasoning.counts.update(other.reasoning.counts)
         self.grading.update(other.grading)
         self.passed_by_tolerance += other.passed_by_tolerance
+        self.graded_by.update(other.graded_by)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -339,6 +343,7 @@ class MetricsAccumulator:
             "rows": self._rows,
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
+            "graded_by": dict(self.graded_by),
         }
 
     @classmethod
@@ -363,6 +368,7 @@ class MetricsAccumulator:
         acc._rows = list(state["rows"])
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
+        acc.graded_by = Counter(state.get("graded_by") or {})
         return acc
 
     def grading_summary(self) -> dict[str, Any]:

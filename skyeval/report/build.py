@@ -121,11 +121,11 @@ def _rate(value: float | None) -> str:
 def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
     return [[label, run.env, run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
              fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
-             _rate(run.truncated_rate), _rate(run.failed_rate)] for run, label in zip(runs, labels)]
+             _rate(run.truncated_rate), _rate(run.failed_rate), run.judged] for run, label in zip(runs, labels)]
 
 
 RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",
-              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed"]
+              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed", "graded by a judge"]
 
 
 def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:

@@ -38,6 +38,7 @@ class RunInfo:
     metrics: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     stage: str | None = None
+    grading: dict[str, Any] = field(default_factory=dict)  # summary.json `grading` (a judge's part), if any
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RunInfo":
@@ -60,6 +61,7 @@ class RunInfo:
             metrics=summary.get("metrics") or {},
             config=config,
             stage=summary.get("stage"),
+            grading=summary.get("grading") or {},
         )
 
     @property
@@ -101,6 +103,14 @@ class RunInfo:
         return _number(self.metrics.get("truncated_rate"))
 
     @property
+    def judged(self) -> str:
+        """"2 of 6 (fallback)": the samples a judge decided, or — without a judge."""
+        if not self.grading:
+            return DASH
+        by = self.grading.get("graded_by") or {}
+        return f"{by.get('judge', 0)} of {sum(by.values())} ({self.grading.get('mode')})"
+
+    @property
     def failed_rate(self) -> float | None:
         samples, failed = self.counts.get("samples"), self.counts.get("failed")
         return failed / samples if samples and failed is not None else None
@@ -120,7 +130,10 @@ class RunInfo:
             else:
                 flat[prefix] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
 
-        walk("", {k: v for k, v in self.config.items() if k not in NOT_SETTINGS})
+        config = dict(self.config)
+        if (config.get("grading") or {}).get("mode", "off") == "off":  # no judge: its settings change nothing
+            config["grading"] = {"mode": "off"}
+        walk("", {k: v for k, v in config.items() if k not in NOT_SETTINGS})
         for key in ("model_config.model_source", "env.name", "env.data_dir", "env._target_"):
             flat.pop(key, None)
         return flat

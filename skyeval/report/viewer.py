@@ -52,7 +52,7 @@ def _write_run(run: RunInfo, folder: Path, key: str) -> dict[str, Any]:
     for r in selection.records(run.path, "scores"):
         scores[(str(r["id"]), int(r["sample_idx"]))] = (
             float(r.get("score") or 0.0), r.get("extracted"), bool(r.get("parse_failed")), r.get("expected"),
-            r.get("finish_reason"))
+            r.get("finish_reason"), _judge(r))
     failures: dict[tuple[str, int], str] = {}
     for r in selection.records(run.path, "failures"):
         failures[(str(r["id"]), int(r["sample_idx"]))] = (
@@ -80,7 +80,7 @@ class _ChunkWriter:
 
     def add(self, key: tuple[str, int], score: tuple | None, error: str | None, gen: dict | None) -> None:
         pid, idx = key
-        value, extracted, parse_failed, gold, finish = score or (0.0, None, False, None, None)
+        value, extracted, parse_failed, gold, finish, judge = score or (0.0, None, False, None, None, None)
         finish = (gen or {}).get("finish_reason") or finish
         status = FAILED if error is not None or score is None else CORRECT if value >= 1 - 1e-9 else WRONG
         self.outcomes[status] += 1
@@ -95,7 +95,7 @@ class _ChunkWriter:
             if len(self.texts) == TEXT_CHUNK:
                 self._flush_texts()
         self.rows.append([pid, idx, status, int(finish == "length"), int(parse_failed), round(value, 4),
-                          _short(extracted), _short(gold), finish, text_at, prompt_head, answer_tail, error])
+                          _short(extracted), _short(gold), finish, text_at, prompt_head, answer_tail, error, judge])
         self.samples += 1
         if len(self.rows) == LIST_CHUNK:
             self._flush_rows()
@@ -134,6 +134,16 @@ def _prompt_text(prompt: Any) -> str:
         return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" if isinstance(m, dict) else str(m)
                            for m in prompt)
     return "" if prompt is None else str(prompt)
+
+
+def _judge(record: dict[str, Any]) -> list | None:
+    """A score record's judge part for the viewer: [decided (1: the judge's verdict is
+    the score, 0: it was asked but did not answer), verdict, error, reply]; None when no
+    judge was asked."""
+    if "judge_verdict" not in record:
+        return None
+    return [int(record.get("graded_by") == "judge"), record.get("judge_verdict"), record.get("judge_error"),
+            str(record.get("judge_reply") or "")[-2000:]]
 
 
 def _short(value: Any, limit: int = 200) -> str | None:

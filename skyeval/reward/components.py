@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skyeval.errors import ConfigError
+from skyeval.grading import GradingConfig
 from skyeval.reasoning import DEFAULT_THINK_TAGS, check_tags
 from skyeval.scorers.math import last_boxed
 
@@ -28,6 +29,9 @@ class RewardConfig:
     - `think_tags`: the reasoning markers, as `model_config.think_tags`; null: no split.
     - `workers`, `item_timeout_s`: the scoring pool (default: one worker per core) and the
       bound on one item (past it, the item scores 0 with reason "timeout").
+    - `grading`: a model as judge for what the rules cannot decide (`skyeval.grading.GradingConfig`
+      or its fields: `mode` fallback or always, `judge`, ...; docs/grading.md); `judge_cache`:
+      a folder keeping the judge's replies across batches and processes (default: in memory).
     """
 
     weights: dict[str, float] = field(default_factory=lambda: {"correct": 1.0, "format": 0.0, "length": 0.0})
@@ -37,6 +41,8 @@ class RewardConfig:
     think_tags: list[str] | None = field(default_factory=lambda: list(DEFAULT_THINK_TAGS))
     workers: int | None = None
     item_timeout_s: float = 30.0
+    grading: Any = None
+    judge_cache: str | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(COMPONENTS))
@@ -51,6 +57,11 @@ class RewardConfig:
         if not self.item_timeout_s > 0:
             raise ConfigError(f"item_timeout_s must be > 0, got {self.item_timeout_s!r}")
         check_tags(self.think_tags)
+        if self.grading is not None:
+            self.grading = GradingConfig.of(self.grading)
+            if self.grading.mode == "audit":
+                raise ConfigError("grading.mode audit is for runs (an agreement table in the run folder): "
+                                  "a reward grades with mode fallback or always")
 
     @classmethod
     def of(cls, config: "RewardConfig | dict[str, Any] | None") -> "RewardConfig":

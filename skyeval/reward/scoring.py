@@ -31,18 +31,35 @@ class Reward:
         self.config = RewardConfig.of(config)
         self.tags = check_tags(self.config.think_tags)
         self.gold_key = env.required_keys[0]  # where the env's scorer reads the gold ("expected", "tests_json")
+        self.judging = None  # the judge step (`config.grading`), batched like the rules
+        if self.config.grading is not None and self.config.grading.active:
+            from skyeval.envs.math import MathEnv
+            from skyeval.errors import ConfigError
+            from skyeval.grading import Judge, JudgeCache
+
+            if not isinstance(env, MathEnv):
+                raise ConfigError(f"grading: a judge grades math answers, and env {env.name} is not a math env")
+            from skyeval.grading.apply import GradingStep
+
+            judge = Judge(self.config.grading, JudgeCache(self.config.judge_cache))
+            self.judging = GradingStep(self.config.grading, judge, grade_truncated=getattr(env, "grade_truncated", False),
+                                       gold_key=self.gold_key)
 
     def score(self, completions: Sequence[str | None], golds: Sequence[Any], *,
               prompts: Sequence[str | None] | None = None, lengths: Sequence[int] | None = None,
-              extras: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+              extras: Sequence[dict[str, Any]] | None = None,
+              problems: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
         """One dict per completion: `reward` (the weighted sum), `correct`, `format`,
         `length` and `error` (why the item scored 0 without being graded: a timeout, a
         crashed worker; None otherwise). `prompts` (text) tell whether the output starts
         inside a think block the prompt opened; `lengths` (token counts) measure the
         overlong penalty instead of characters (unless `length_unit` is "characters"); `extras` add fields a scorer reads
-        (`starter_code`)."""
+        (`starter_code`). With a judge (`RewardConfig.grading`), `problems` (default: the
+        prompts) give it the problem for context, and `graded_by` says who decided each
+        item (`rules` or `judge`)."""
         count = len(completions)
-        for name, values in (("golds", golds), ("prompts", prompts), ("lengths", lengths), ("extras", extras)):
+        for name, values in (("golds", golds), ("prompts", prompts), ("lengths", lengths), ("extras", extras),
+                             ("problems", problems)):
             if values is not None and len(values) != count:
                 raise ValueError(f"{len(values)} {name} for {count} completions")
         if self.config.length_unit == "characters":
@@ -60,10 +77,24 @@ class Reward:
             extra = extras[index] if extras is not None else {}
             items.append({**extra, "generation": answer, self.gold_key: self._gold(golds[index])})
         graded = self.env.score_batch(items, self.config.workers, self.config.item_timeout_s)
+        if self.judging is not None:
+            graded = self._judged(items, graded, problems if problems is not None else prompts)
         out = []
         for result, shape in zip(graded, shapes):
             components = {"correct": float(result["score"]), **shape}
-            out.append({"reward": self.config.combine(components), **components, "error": result["score_error"]})
+            out.append({"reward": self.config.combine(components), **components, "error": result["score_error"],
+                        **({"graded_by": result["graded_by"]} if "graded_by" in result else {})})
+        return out
+
+    def _judged(self, items: list[dict[str, Any]], graded: list[dict[str, Any]],
+                problems: Sequence[Any] | None) -> list[dict[str, Any]]:
+        """The batch's results through the judge step (one batch of judge requests)."""
+        scored = [i for i, result in enumerate(graded) if not result["score_error"]]
+        rows = [{"question": problems[i] if problems is not None and isinstance(problems[i], str) else "",
+                 **items[i]} for i in scored]
+        out = list(graded)
+        for i, result in zip(scored, self.judging.decide([(row, graded[i]) for row, i in zip(rows, scored)])):
+            out[i] = result
         return out
 
     def _gold(self, gold: Any) -> Any:
@@ -73,8 +104,10 @@ class Reward:
         return gold
 
     def close(self) -> None:
-        """Stop the env's scoring pool."""
+        """Stop the env's scoring pool (and the judge's backend)."""
         self.env.close()
+        if self.judging is not None:
+            self.judging.judge.close()
 
 
 _SHARED: dict[str, Reward] = {}

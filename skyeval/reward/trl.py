@@ -36,6 +36,7 @@ class TRLReward:
             prompts=[p if isinstance(p, str) else None for p in prompts] if prompts is not None else None,
             lengths=[len(ids) for ids in completion_ids] if completion_ids is not None else None,
             extras=extras,
+            problems=[text_of(p, role="user") for p in prompts] if prompts is not None else None,
         )
         log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
         if log_metric is not None:
@@ -61,14 +62,15 @@ def trl(env: str, *, gold_column: str | None = None, name: str | None = None,
     return TRLReward(reward, column, name or f"skyeval_{reward.env.name}")
 
 
-def text_of(completion: Any) -> str:
-    """A completion's text: a string as is; a conversation's assistant messages joined."""
+def text_of(completion: Any, role: str = "assistant") -> str:
+    """A completion's text: a string as is; a conversation's messages of `role` joined
+    (a prompt's: role "user")."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
         completion = [completion]
     if isinstance(completion, list):
-        return "".join(_content(m) for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant")
+        return "".join(_content(m) for m in completion if isinstance(m, dict) and m.get("role", "assistant") == role)
     return ""
 
 

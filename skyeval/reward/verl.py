@@ -55,8 +55,10 @@ def _score(sources: list[Any], texts: list[Any], golds: list[Any], extras: list[
     for name, indices in groups.items():
         reward = shared_reward(name, config, env_knobs)
         starter = [(extras[i] or {}).get("starter_code") if isinstance(extras[i], dict) else None for i in indices]
+        questions = [(extras[i] or {}).get("question") if isinstance(extras[i], dict) else None for i in indices]
         results = reward.score([texts[i] for i in indices], [golds[i] for i in indices],
-                               extras=[{"starter_code": s} for s in starter] if any(starter) else None)
+                               extras=[{"starter_code": s} for s in starter] if any(starter) else None,
+                               problems=questions)
         for index, result in zip(indices, results):
             if result["error"]:
                 log.warning("item %d of data_source %r scored 0: %s", index, sources[index], result["error"])

@@ -97,6 +97,12 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
         env.check_data()
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
+    if config.grading.active and config.stage != "generate" and not _judgeable(env):
+        raise ConfigError(f"grading.mode={config.grading.mode}: a judge grades math answers, and env {env.name} "
+                          "is not a math env (grading.mode=off)")
+    if config.grading.active and config.stage == "evaluate" and _scores_on_workers(config):
+        raise ConfigError("grading.mode with model_config=ray: the Ray workers score where they generate, without "
+                          "the judge step; run `generate`, then `score run_dir=PATH grading.mode=...` to judge")
     if config.shard.active and config.stage == "score":
         raise ConfigError("re-scoring is not sharded: run `score run_dir=PATH` without shard.index/shard.count "
                           "once every shard has finished")
@@ -148,7 +154,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
                                  vote=getattr(env, "vote", None))
     try:
-        outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics)
+        outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
+                               grading=config.grading)
     except Exception as err:
         if shard.active:
             merge.mark_failed(folder, shard, err)
@@ -161,6 +168,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "run_dir": str(folder.path),
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": {**scoring, **metrics.grading_summary()},
+        **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
@@ -180,6 +188,20 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def _judgeable(env: Env) -> bool:
+    """Whether a judge can grade this env's answers (math envs: an answer against a gold)."""
+    from skyeval.envs.math import MathEnv
+
+    return isinstance(env, MathEnv)
+
+
+def _scores_on_workers(config: RunConfig) -> bool:
+    """Whether the model config's backend scores on a cluster's workers (ray)."""
+    from skyeval.backends.ray import RayConfig
+
+    return isinstance(config.model_config, RayConfig)
 
 
 def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:

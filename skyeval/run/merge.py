@@ -29,6 +29,7 @@ from skyeval.metrics.accumulator import MetricsStateError
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import trackers
 from skyeval.run.cost import run_cost
+from skyeval.run.judging import merged_grading
 from skyeval.run.logs import announce
 
 SHARDS_DIR = "shards"
@@ -208,6 +209,8 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
     })
     if base["stage"] != "generate":
         summary["cost"] = run_cost(summary, config["model_config"].get("price"))
+    if any(s.get("grading") for s in states):
+        summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
     return summary
 
 

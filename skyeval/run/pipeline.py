@@ -25,8 +25,10 @@ from skyeval.backends.base import GenerationRequest, GenerationResult
 from skyeval.config.schema import STAGES
 from skyeval.envs.base import Env
 from skyeval.errors import ClusterError
+from skyeval.grading import GradingConfig
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import KeySet, PartWriter, RunFolder, Shard, content_hash, key_hash, key_of
+from skyeval.run.judging import RunJudging
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
@@ -52,6 +54,7 @@ class RunOutcome:
     interrupted: bool = False
     lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
     metrics_summary: dict[str, Any] = field(default_factory=dict)
+    grading: dict[str, Any] | None = None  # summary.json `grading` when a grading mode is on
 
     def summary(self, stage: str) -> dict[str, Any]:
         """Counts, status and metrics (accounting: samples == scored + failed + missing)."""
@@ -70,12 +73,14 @@ class RunOutcome:
 
 
 def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False, shard: Shard | None = None,
-        metrics: MetricsAccumulator | None = None, score_workers: int | None = None) -> RunOutcome:
+        metrics: MetricsAccumulator | None = None, score_workers: int | None = None,
+        grading: GradingConfig | None = None) -> RunOutcome:
     """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`,
-    resuming whatever earlier runs of the same config left there."""
+    resuming whatever earlier runs of the same config left there. `grading` (a mode other
+    than off) adds the judge step after scoring (`skyeval.run.judging`)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers).run()
+    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers, grading).run()
 
 
 class _Pipeline:
@@ -83,7 +88,8 @@ class _Pipeline:
     on the cluster's workers), score, score what earlier runs generated, reconcile."""
 
     def __init__(self, env: Env, folder: RunFolder, stage: str, retry_failures: bool, shard: Shard,
-                 metrics: MetricsAccumulator | None, score_workers: int | None) -> None:
+                 metrics: MetricsAccumulator | None, score_workers: int | None,
+                 grading: GradingConfig | None = None) -> None:
         self.env, self.folder, self.stage, self.shard = env, folder, stage, shard
         self.retry_failures, self.score_workers, self.n = retry_failures, score_workers, env.sampling.n
         self.earlier = EarlierRecords(folder, stage)
@@ -107,6 +113,9 @@ class _Pipeline:
         # earlier records made from another prompt or gold: dropped once replaced (8-byte key hashes)
         self.stale_generated, self.stale_scored = array("Q"), array("Q")
         self.changed: Counter = Counter()  # samples whose problem changed since the earlier run, by what
+        judged = grading is not None and grading.active and stage != "generate"
+        self.judging = RunJudging(grading, folder, self.record_score, prefix=shard.prefix,
+                                  grade_truncated=getattr(env, "grade_truncated", False)) if judged else None
         self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
@@ -134,6 +143,8 @@ class _Pipeline:
         finally:
             if self.pool is not None:
                 self.pool.close(cancel=self.outcome.interrupted)
+            if self.judging is not None:
+                self.judging.close(cancel=self.outcome.interrupted)
             self.progress.close()
         return self.finish()
 
@@ -290,7 +301,11 @@ class _Pipeline:
             self.env.backend.close()
 
     def _score_pool(self) -> ScorePool:
-        return ScorePool(self.env, lambda row, result: self.recorder.record(*scored(row, result)), self.score_workers)
+        return ScorePool(self.env, self.judging.submit if self.judging is not None else self.record_score,
+                         self.score_workers)
+
+    def record_score(self, row: dict[str, Any], result: dict[str, Any]) -> None:
+        self.recorder.record(*scored(row, result))
 
     def score_saved(self) -> None:
         """Score saved generations that have no score yet (a crash between generating and
@@ -324,6 +339,8 @@ class _Pipeline:
         outcome.scored = self.progress.counts["scored"]
         outcome.samples = outcome.problems * self.n
         outcome.metrics_summary = outcome.metrics.summary() if self.stage != "generate" else {}
+        if self.judging is not None:
+            outcome.grading = self.judging.summary(outcome.metrics.graded_by)
         self.recorder.close()
         for path in self.old_per_problem:
             path.unlink(missing_ok=True)

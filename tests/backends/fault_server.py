@@ -7,6 +7,9 @@ Endpoints (non-streaming JSON only):
   where ``N`` is the last integer in the prompt (0 if none), ``I`` the choice index and
   ``S`` the request's seed; the default template gives ``"The answer is \\boxed{N}."``.
   Usage counts whitespace-separated words (prompt, and all choices' completions).
+- ``answer_table``: ``{substring: answer}``; a prompt containing a substring is answered
+  with its answer, taken literally (the first match, in table order); others with
+  ``answer_template``. A scripted judge, or a model with known right and wrong answers.
 - ``GET /admin/stats``: ``{"requests", "in_flight", "max_in_flight"}``.
 - ``POST /admin/config``: JSON of settings to change (any ``Settings`` field; ``faults`` as
   a list of ``Fault`` dicts). ``POST /admin/heal``: set ``fail_fraction`` to 0.
@@ -96,6 +99,7 @@ class Settings:
     ignore_n: bool = False
     reject_params: list[str] = field(default_factory=list)
     answer_template: str = DEFAULT_ANSWER
+    answer_table: dict[str, str] = field(default_factory=dict)
     reasoning_template: str | None = None
     hidden_reasoning_tokens: int = 0
     finish_reason: str = "stop"
@@ -250,7 +254,9 @@ class FaultServer:
         numbers = re.findall(r"-?\d+", text)
         n = 1 if self.settings.ignore_n else int(body.get("n") or 1)
         values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"))
-        answers = [self.settings.answer_template.format(index=i, **values) for i in range(n)]
+        scripted = next((answer for key, answer in self.settings.answer_table.items() if key in text), None)
+        answers = [scripted if scripted is not None else self.settings.answer_template.format(index=i, **values)
+                   for i in range(n)]
         template = self.settings.reasoning_template if chat else None
         thoughts = [template.format(index=i, **values) if template else "" for i in range(n)]
         budget = body.get("max_completion_tokens", body.get("max_tokens"))

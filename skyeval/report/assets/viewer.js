@@ -7,7 +7,7 @@ const BY_KEY = Object.fromEntries(RUNS.map(r => [r.key, r]));
 const PAGE = 200;
 // Row fields (viewer.py, _ChunkWriter.add)
 const ID = 0, IDX = 1, STATUS = 2, TRUNC = 3, PARSE = 4, SCORE = 5, EXTRACTED = 6, GOLD = 7,
-  FINISH = 8, TEXT_AT = 9, HEAD = 10, TAIL = 11, ERROR = 12, SEARCH = 13;
+  FINISH = 8, TEXT_AT = 9, HEAD = 10, TAIL = 11, ERROR = 12, JUDGE = 13, SEARCH = 14;
 const STATUS_NAME = ["correct", "wrong", "failed"];
 
 const rows = {};        // run key -> rows loaded so far
@@ -91,6 +91,7 @@ function matches(r, q) {
     case "failed": if (r[STATUS] !== 2) return false; break;
     case "truncated": if (!r[TRUNC]) return false; break;
     case "parse": if (!r[PARSE]) return false; break;
+    case "judged": if (!r[JUDGE] || !r[JUDGE][0]) return false; break;
   }
   return !q || r[SEARCH].includes(q);
 }
@@ -99,6 +100,9 @@ function badges(r) {
   let html = `<span class="badge b-${STATUS_NAME[r[STATUS]]}">${STATUS_NAME[r[STATUS]]}</span>`;
   if (r[TRUNC]) html += `<span class="badge b-truncated" title="finish_reason = length">truncated</span>`;
   if (r[PARSE]) html += `<span class="badge b-parse" title="no answer extracted">parse failure</span>`;
+  if (r[JUDGE]) html += r[JUDGE][0]
+    ? `<span class="badge b-judge" title="graded by the judge: ${esc(r[JUDGE][1])}">judge: ${esc(r[JUDGE][1])}</span>`
+    : `<span class="badge b-judge-error" title="${esc(r[JUDGE][2] || "")}">judge: no verdict</span>`;
   return html;
 }
 
@@ -162,7 +166,9 @@ async function sampleView(run, r) {
     col("Prompt", text ? text.prompt : "(no generation record)") +
     (text && text.reasoning ? col("Reasoning", text.reasoning) : "") +
     col("Answer", text ? text.answer : "—") +
-    col("Extracted / gold", `extracted: ${r[EXTRACTED] ?? "—"}\ngold:      ${r[GOLD] ?? "—"}`) + `</div>`;
+    col("Extracted / gold", `extracted: ${r[EXTRACTED] ?? "—"}\ngold:      ${r[GOLD] ?? "—"}`) +
+    (r[JUDGE] ? col(r[JUDGE][0] ? "Judge (decided this score)" : "Judge (no verdict: the rules' score stands)",
+                    (r[JUDGE][2] ? r[JUDGE][2] + "\n\n" : "") + r[JUDGE][3]) : "") + `</div>`;
   return html;
 }
 
