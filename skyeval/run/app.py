@@ -91,6 +91,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
+    env.check_window()  # and a date window that holds no problem
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(config, run_dir))
     if config.shard.active and config.stage == "score":
@@ -139,6 +140,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": {**scoring, **metrics.grading_summary()},
         "template": template,
+        **env.describe_window(),
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),
