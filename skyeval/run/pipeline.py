@@ -137,6 +137,9 @@ class _Pipeline:
             if not self.shard.owns(pid):
                 continue
             self._count_problem(pid)
+            if self.stage != "generate":  # the problem's date, for its per-problem row and by_month
+                with self.recorder.lock:
+                    self.outcome.metrics.note_date(pid, self.env.date_of(problem))
             wanted = self._wanted(pid, problem)
             if not wanted:
                 continue
