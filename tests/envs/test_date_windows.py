@@ -106,3 +106,12 @@ def test_cli_bad_date_is_one_line_and_exit_2(tmp_path, data_dir):
     assert empty.returncode == 2 and empty.stderr.strip().splitlines() == [
         "skyeval: error: env 'liveaops': no problem in the date window 2025-01 ..; the data's dates run 2024-01 .. 2024-11"]
     assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").iterdir())
+
+
+def test_read_dataset_applies_the_window_before_limit(data_dir, ray_session):
+    ds = liveaops(data_dir, start_date="2024-07", end_date="2024-09").read_dataset()
+    assert ds.count() == 1064
+    limited = liveaops(data_dir, start_date="2024-11", limit=3).read_dataset().take_all()
+    assert [r["date"] for r in limited] == ["2024-11"] * 3
+    with pytest.raises(ConfigError, match="no problem in the date window"):
+        liveaops(data_dir, start_date="2030-01").read_dataset()
