@@ -177,7 +177,10 @@ def env_text(run: RunInfo) -> str:
     """The env, with its date window when the run has one: `liveaops (dates 2024-07 .. 2024-09)`."""
     env = run.config.get("env") or {}
     start, end = env.get("start_date"), env.get("end_date")
-    return run.env if start is None and end is None else f"{run.env} (dates {start or ''} .. {end or ''})".replace("  ", " ")
+    if start is None and end is None:
+        return run.env
+    window = f"{start or ''} .. {end or ''}".strip()
+    return f"{run.env} (dates {window})"
 
 
 RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",

@@ -70,7 +70,7 @@ def test_report_with_a_cutoff_draws_the_png_and_tests_before_against_after(runs,
     # model-a: 16/20 before, 5/20 after: diff -0.55, se sqrt(.8*.2/20 + .25*.75/20) = 0.131814, p = 3.0e-5
     row = next(line for line in md.splitlines() if line.startswith("| model-a") and "2024-05 .. 2024-06" in line)
     assert "0.800 (20)" in row and "0.250 (20)" in row and "-0.550" in row and "<0.001" in row
-    assert "liveaops (dates 2024-05 .. )" in md
+    assert "liveaops (dates 2024-05 ..)" in md
     html = index.read_text()
     assert "Before and after the training cutoff 2024-06" in html and "accuracy_by_month.png" in html
 
