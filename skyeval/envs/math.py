@@ -294,6 +294,7 @@ class NuminaEnv(BoxedAnswerEnv):
 
 
 LIVEAOPS_ANSWERS = ("any", "first")
+VALUE_TIMEOUT_S = 20.0  # per comparison in `value_classes`: generous, so a loaded machine gives the same classes
 _LATEX_SPACING = re.compile(r"\s+|\\(?:(?:quad|qquad|left|right)(?![A-Za-z])|[,;:! ])|(?<=\\)[dt](?=frac)")  # meaningless in LaTeX
 
 
@@ -332,15 +333,16 @@ class LiveAoPSEnv(MathEnv):
     @staticmethod
     def value_classes(answers: list[str]) -> list[list[str]]:
         """The listed answers grouped by value: equal once LaTeX spacing is dropped, or the
-        same by the grader's `equivalent` (either way round). One class when they are
-        forms of one answer."""
+        same by the grader's `equivalent` (either way round; a comparison that times out
+        counts as different). One class when they are forms of one answer."""
         from skyeval.scorers.math import equivalent
 
         classes: list[list[str]] = []
         for answer in answers:
             for members in classes:
                 if (_LATEX_SPACING.sub("", answer) == _LATEX_SPACING.sub("", members[0])
-                        or equivalent(answer, members[0]) or equivalent(members[0], answer)):
+                        or equivalent(answer, members[0], timeout_s=VALUE_TIMEOUT_S)
+                        or equivalent(members[0], answer, timeout_s=VALUE_TIMEOUT_S)):
                     members.append(answer)
                     break
             else:
