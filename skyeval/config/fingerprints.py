@@ -16,6 +16,9 @@ from skyeval.config.secrets import without_secrets
 SECTIONS = {"env": "env", "template": "template", "model": "model_config", "sampling": "sampling_params"}
 # Growing a run reuses its samples (each sample has its own index and seed): these don't count.
 NOT_FINGERPRINTED = {"env": ("limit", "data_dir"), "sampling": ("n",)}
+# A date window selects other problems: part of the fingerprint when set; left out when
+# open, so undated runs keep the fingerprints (and folder names) they had before windows.
+WINDOW = ("start_date", "end_date")
 _ABSENT = object()
 
 
@@ -23,13 +26,14 @@ def fingerprint(config: Any) -> dict[str, Any]:
     """The real values of the env, template, model and sampling sections (a RunConfig, or
     its sections as plain data), without secrets, operational model fields (`api_url`,
     `timeout_s` ...: `skyeval.backends.base.operational`), `env.limit`, `env.data_dir` or
-    `sampling_params.n`."""
+    `sampling_params.n`; the env's date window (`start_date`, `end_date`) when it is set."""
     sections = config.to_dict() if hasattr(config, "to_dict") else config
     skip = {"model": operational_keys(sections.get("model_config")), **NOT_FINGERPRINTED}
     out = {}
     for name, key in SECTIONS.items():
         section = sections.get(key)
-        out[name] = {k: v for k, v in section.items() if k not in skip.get(name, ())} \
+        out[name] = {k: v for k, v in section.items() if k not in skip.get(name, ())
+                     and not (name == "env" and k in WINDOW and v is None)} \
             if isinstance(section, dict) else section
     return without_secrets(out)
 

@@ -21,6 +21,7 @@ from skyeval.backends.base import (
     ScalingConfig,
 )
 from skyeval.envs.data import RowSource
+from skyeval.envs.dates import DateWindow, problem_date
 from skyeval.errors import ConfigError, GoldError
 from skyeval.templates import Template
 
@@ -40,6 +41,10 @@ class Env:
     name: str = "env"
     required_keys: tuple[str, ...] = ("expected",)  # a row with one of these None scores null, never 0
     default_template = Template(messages=[{"role": "user", "content": "{question}"}])
+    # Dated benchmarks name the problem field holding each problem's date (`YYYY-MM` or
+    # `YYYY-MM-DD`): `start_date`/`end_date` then keep a window of them, and metrics report
+    # accuracy by month. None: the benchmark has no dates.
+    date_field: str | None = None
 
     def __init__(
         self,
@@ -51,11 +56,18 @@ class Env:
         data_dir: str | None = None,
         limit: int | None = None,
         template: Template | str | list | dict | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
     ) -> None:
         self.name = name or self.name
         self.hf_id, self.hf_subset, self.split = hf_id, hf_subset, split
         self.local_files, self.data_dir = local_files, data_dir
         self.limit = check_limit(limit)
+        self.start_date, self.end_date = start_date, end_date
+        self.window = DateWindow.of(start_date, end_date)
+        if self.window.active and self.date_field is None:
+            raise ConfigError(f"env {self.name!r} has no problem dates: start_date/end_date apply to dated "
+                              "benchmarks (liveaops, livecodebench)")
         self.template = Template.of(template).merged_over(self.default_template)
         self.backend: Any = None
         self.sampling = SamplingParams()
@@ -98,25 +110,55 @@ class Env:
         """Row filter applied before `limit` (knobs like difficulty use it)."""
         return True
 
+    def date_of(self, problem: dict[str, Any]) -> str | None:
+        """The problem's date, `YYYY-MM` or `YYYY-MM-DD` (None for an undated benchmark or
+        problem): its `date_field`."""
+        return None if self.date_field is None else problem_date(problem.get(self.date_field))
+
+    def selected(self, problem: dict[str, Any]) -> bool:
+        """Whether a problem is run: `keep` and, for a dated benchmark, in the date window."""
+        return self.keep(problem) and (not self.window.active or self.window.holds(self.date_of(problem)))
+
     def iter_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> Iterator[dict[str, Any]]:
-        """The env's problems, filtered and limited, as plain dicts, one at a time. A row
-        that can't be read raises, or with `on_error` is reported as (row index, error)
-        and skipped."""
+        """The env's problems, filtered (`keep`, the date window) and limited, as plain
+        dicts, one at a time. A row that can't be read (its date included) raises, or with
+        `on_error` is reported as (row index, error) and skipped. A date window that holds
+        no problem raises a ConfigError naming the data's dates."""
         kept = 0
+        dates = DateRange()
         for index, row in enumerate(self.load_rows()):
             if self.limit is not None and kept >= self.limit:
                 return
             try:
                 problem = self.to_problem(row, index)
                 self.check_gold(problem, allow_none=True)  # no gold: scored null; a malformed one: this row fails
+                if self.date_field is not None:
+                    dates.add(self.date_of(problem))
             except Exception as err:  # noqa: BLE001 - a malformed row
                 if on_error is None:
                     raise ValueError(f"env {self.name!r}: row {index} is malformed: {type(err).__name__}: {err}") from err
                 on_error(index, err)
                 continue
-            if self.keep(problem):
+            if self.selected(problem):
                 kept += 1
                 yield problem
+        if self.window.active and kept == 0 and self.limit != 0:
+            raise ConfigError(f"env {self.name!r}: no problem in the date window {self.window.describe()}; "
+                              f"{dates.describe()}")
+
+    def describe_window(self) -> dict[str, Any]:
+        """summary.json's `date_window` (the window, inclusive, and the field it reads);
+        {} without a window."""
+        if not self.window.active:
+            return {}
+        return {"date_window": {"start_date": self.start_date, "end_date": self.end_date,
+                                "date_field": self.date_field, "shown": self.window.describe()}}
+
+    def check_window(self) -> None:
+        """Raise the ConfigError of a date window that holds no problem, before any work
+        (reads until the first problem in the window; nothing without a window)."""
+        if self.window.active:
+            next(iter(self.iter_problems(on_error=lambda index, err: None)), None)
 
     def load_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
         """All of `iter_problems` in a list (small benchmarks and tests only)."""
@@ -136,6 +178,7 @@ class Env:
         are read by one task streaming `load_rows()`."""
         from skyeval.envs.dataset import read_problems
 
+        self.check_window()
         ds = read_problems(self)
         return ds if self.limit is None else ds.limit(self.limit)
 
@@ -433,6 +476,28 @@ def _scored(name: str, scorer: Callable[[dict[str, Any]], Any], item: dict[str, 
             raise TypeError(f"scorer {name!r} returned a dict without 'score': {sorted(result)}")
         return {**result, "score": float(result["score"])}
     return {"score": float(result)}
+
+
+class DateRange:
+    """The earliest and latest of the problem dates seen (for the empty-window error)."""
+
+    def __init__(self) -> None:
+        self.first: str | None = None
+        self.last: str | None = None
+        self.undated = 0
+
+    def add(self, date: str | None) -> None:
+        if date is None:
+            self.undated += 1
+            return
+        self.first = date if self.first is None or date < self.first else self.first
+        self.last = date if self.last is None or date > self.last else self.last
+
+    def describe(self) -> str:
+        if self.first is None:
+            return "the data has no problem dates"
+        undated = f" ({self.undated} problems have none)" if self.undated else ""
+        return f"the data's dates run {self.first} .. {self.last}{undated}"
 
 
 def check_limit(limit: Any) -> int | None:

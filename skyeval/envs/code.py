@@ -302,16 +302,18 @@ class TACOEnv(APPSEnv):
 class LiveCodeBenchEnv(CodeEnv):
     """LiveCodeBench (`livecodebench/code_generation_lite`): public tests as JSON, private
     tests as base64(zlib(pickle(JSON))) decoded without unpickling any object. Knobs:
-    `difficulty` (easy|medium|hard|all) and a `contest_date` window (ISO dates, inclusive).
-    Floats `exact`, as its leaderboard's checker (stdout decimals exactly, call results `==`)."""
+    `difficulty` (easy|medium|hard|all); its dates are `contest_date` (the `start_date` /
+    `end_date` window of every dated env). Floats `exact`, as its leaderboard's checker
+    (stdout decimals exactly, call results `==`)."""
 
     default_float_rule = "exact"
 
-    def __init__(self, difficulty: str = "all", start_date: str | None = None, end_date: str | None = None,
-                 **kwargs: Any) -> None:
+    date_field = "contest_date"
+
+    def __init__(self, difficulty: str = "all", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         check_knob("livecodebench difficulty", difficulty, LCB_DIFFICULTIES)
-        self.difficulty, self.start_date, self.end_date = difficulty, start_date, end_date
+        self.difficulty = difficulty
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         cases = _loads(row["public_test_cases"]) + decode_private_tests(row.get("private_test_cases"))
@@ -331,13 +333,7 @@ class LiveCodeBenchEnv(CodeEnv):
                             contest_date=str(row["contest_date"])[:10], platform=row.get("platform"))
 
     def keep(self, problem: dict[str, Any]) -> bool:
-        date = problem["contest_date"]
-        return (
-            super().keep(problem)
-            and self.difficulty in ("all", problem["difficulty"])
-            and (self.start_date is None or date >= str(self.start_date))
-            and (self.end_date is None or date <= str(self.end_date))
-        )
+        return super().keep(problem) and self.difficulty in ("all", problem["difficulty"])
 
 
 class StdinTestsEnv(CodeEnv):

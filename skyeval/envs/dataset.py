@@ -48,7 +48,7 @@ SCORE_COLUMNS = ("score", "score_error")
 
 # ---- reading ---------------------------------------------------------------------------
 def read_problems(env: Any) -> "ray.data.Dataset":
-    """The env's problems (filtered by `keep`, not limited) as a lazy Dataset, in row order."""
+    """The env's problems (filtered by `selected`, not limited) as a lazy Dataset, in row order."""
     from skyeval.backends.ray_session import ensure_ray
 
     if env.own_layout:  # one streaming task
@@ -80,8 +80,8 @@ def _group(slices: list[RowSlice]) -> list[list[RowSlice]]:
 
 class ProblemSource(Datasource):
     """Read tasks over row slices (or, with `[None]`, over `env.load_rows()`), each
-    applying `to_problem` and `keep`. Reads run on the driver's node, where the local
-    mirror and the `datasets` cache are."""
+    applying `to_problem` and `selected` (`keep`, the date window). Reads run on the
+    driver's node, where the local mirror and the `datasets` cache are."""
 
     def __init__(self, env: Any, tasks: list[list[RowSlice] | None], dataset: Any = None) -> None:
         super().__init__()
@@ -132,7 +132,7 @@ def problem_blocks(env: Any, indexed_rows: Iterable[tuple[int, dict[str, Any]]])
             problem = env.to_problem(row, index)
         except Exception as err:  # noqa: BLE001 - reported with the row's index
             raise ValueError(f"env {env.name!r}: row {index} is malformed: {type(err).__name__}: {err}") from err
-        if not env.keep(problem):
+        if not env.selected(problem):
             continue
         builder.add(problem)
         size += sum(len(v) for v in problem.values() if isinstance(v, str)) + 64

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
+from skyeval.envs.dates import problem_date
 from skyeval.metrics import AnswerVote
 from skyeval.scorers.math import last_boxed, require_math_verify
 from skyeval.templates import BOXED_INSTRUCTION, Template
@@ -290,6 +291,63 @@ class NuminaEnv(BoxedAnswerEnv):
                 "min_difficulty/max_difficulty need rows with a `difficulty` or MATH `level` column"
             )
         return problems
+
+
+LIVEAOPS_ANSWERS = ("any", "first")
+VALUE_TIMEOUT_S = 20.0  # per comparison in `value_classes`: generous, so a loaded machine gives the same classes
+_LATEX_SPACING = re.compile(r"\s+|\\(?:(?:quad|qquad|left|right)(?![A-Za-z])|[,;:! ])|(?<=\\)[dt](?=frac)")  # meaningless in LaTeX
+
+
+class LiveAoPSEnv(MathEnv):
+    """LiveAoPSBench (SkyThought's `liveaops`): AoPS forum problems with the month they were
+    posted (`date`, from `post_time {year, month}`), for contamination checks by date.
+
+    Rows are v1.0's (`answers`: a list of answer strings from the thread) or SkyThought's
+    later file's (`LiveAoPSBench-2024.jsonl`: one `answer`). `answers`: `any` (default)
+    counts a sample right when it equals any listed answer; `first` only the first.
+    docs/benchmarks.md gives the counts this rule was decided from; `audit` lists the
+    rows whose answers disagree in value (`value_classes`)."""
+
+    date_field = "date"
+    default_template = Template(messages=[{"role": "user",
+                                           "content": "Return your final response within \\boxed{{}}. {question}"}])
+
+    def __init__(self, answers: str = "any", question_field: str = "question", solution_field: str | None = None,
+                 **kwargs: Any) -> None:
+        check_knob("liveaops answers", answers, LIVEAOPS_ANSWERS)
+        super().__init__(question_field=question_field, solution_field=solution_field, **kwargs)
+        self.answers = answers
+
+    def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
+        listed = [_answer_str(a) for a in (row["answers"] if "answers" in row else [row["answer"]]) if a is not None]
+        listed = [a for a in listed if a]
+        return {
+            "id": str(row[self.id_field]) if self.id_field else str(index),
+            "question": row[self.question_field],
+            "expected": (listed[:1] if self.answers == "first" else listed) or None,  # None: scored null, never 0
+            "answers": listed,
+            "solution": None,
+            "date": problem_date(row.get("post_time")),
+        }
+
+    @staticmethod
+    def value_classes(answers: list[str]) -> list[list[str]]:
+        """The listed answers grouped by value: equal once LaTeX spacing is dropped, or the
+        same by the grader's `equivalent` (either way round; a comparison that times out
+        counts as different). One class when they are forms of one answer."""
+        from skyeval.scorers.math import equivalent
+
+        classes: list[list[str]] = []
+        for answer in answers:
+            for members in classes:
+                if (_LATEX_SPACING.sub("", answer) == _LATEX_SPACING.sub("", members[0])
+                        or equivalent(answer, members[0], timeout_s=VALUE_TIMEOUT_S)
+                        or equivalent(members[0], answer, timeout_s=VALUE_TIMEOUT_S)):
+                    members.append(answer)
+                    break
+            else:
+                classes.append([answer])
+        return classes
 
 
 def check_knob(knob: str, value: Any, valid: tuple[str, ...]) -> None:

@@ -166,6 +166,10 @@ class MetricsAccumulator:
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
         self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
         self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
+        # dated benchmarks: each problem's date (`note_date`) until it is folded, then its
+        # accuracy into its month's sums
+        self.dates: dict[str, str] = {}
+        self.by_month: dict[str, Moments] = {}
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -203,6 +207,12 @@ class MetricsAccumulator:
             if value is not None:
                 self.extra_total[name] += exact(float(value))
                 self.extra_samples[name] += 1
+
+    def note_date(self, pid: str, date: str | None) -> None:
+        """The date (`YYYY-MM` or `YYYY-MM-DD`) of a problem whose samples are to come (or
+        are open): its per-problem row carries it and its accuracy counts in `by_month`."""
+        if date is not None:
+            self.dates[str(pid)] = str(date)
 
     def add_failure(self, record: dict[str, Any]) -> None:
         """A failed sample (load, template, generate or score stage): `id`, `sample_idx`."""
@@ -278,6 +288,9 @@ class MetricsAccumulator:
             if scored:
                 self.scored_only["majority_vote_accuracy"].add(exact(majority[1]))
                 self.scored_only["best_of_n_accuracy"].add(exact(best))
+        date = self.dates.pop(pid, None)
+        if date is not None:
+            self.by_month.setdefault(date[:7], Moments()).add(exact(Fraction(total, n)))
         if self.per_problem:
             self._rows.append({
                 "id": pid, "samples": len(scored), "correct": len(correct),
@@ -285,6 +298,7 @@ class MetricsAccumulator:
                 "max_score": max(s for _, s, _ in scored) if scored else None,
                 "majority_answer": majority[0], "majority_score": majority[1],
                 "failed": len(samples) - len(scored), "missing": n - len(samples),
+                **({"date": date} if date is not None else {}),
             })
 
     def _spec_value(self, spec: MetricSpec, scored: list, correct: list[int]) -> Exact:
@@ -321,6 +335,9 @@ class MetricsAccumulator:
                 mine[key] += value
         if self.per_problem:
             self._rows.extend(other._rows)
+        for month, moments in other.by_month.items():
+            self.by_month.setdefault(month, Moments()).merge(moments)
+        self.dates.update(other.dates)
         for pid, samples in other._open.items():
             for idx, outcome in samples.items():
                 self._add(pid, idx, outcome)
@@ -344,6 +361,8 @@ class MetricsAccumulator:
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
             "graded_by": dict(self.graded_by),
+            "by_month": {month: m.to_state() for month, m in sorted(self.by_month.items())},
+            "dates": dict(self.dates),
         }
 
     @classmethod
@@ -369,6 +388,8 @@ class MetricsAccumulator:
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
         acc.graded_by = Counter(state.get("graded_by") or {})
+        acc.by_month = {month: Moments.from_state(m) for month, m in (state.get("by_month") or {}).items()}
+        acc.dates = dict(state.get("dates") or {})
         return acc
 
     def grading_summary(self) -> dict[str, Any]:
@@ -405,6 +426,7 @@ class MetricsAccumulator:
         done.per_problem, done._rows = False, []
         done.headline = copy.deepcopy(self.headline)
         done.scored_only = copy.deepcopy(self.scored_only)
+        done.by_month, done.dates = copy.deepcopy(self.by_month), dict(self.dates)
         done._open = {}
         for pid, samples in self._open.items():
             done._fold(pid, samples)
@@ -456,11 +478,25 @@ class MetricsAccumulator:
                 "points": [{"max_tokens": b, "accuracy": _ratio(done.budget_score[b], requested),
                             "finished_rate": _ratio(done.budget_finished[b], requested)} for b in self.budgets],
             }
+        if done.by_month:
+            out["by_month"] = months_summary(done.by_month)
         if self.extra_scores:
             out["scorers"] = {name: {"mean": _ratio(done.extra_total[name], requested),
                                      "mean_scored_only": _ratio(done.extra_total[name], done.extra_samples[name])}
                               for name in self.extra_scores}
         return out
+
+
+def months_summary(by_month: dict[str, Moments]) -> dict[str, dict[str, Any]]:
+    """summary.json `metrics.by_month`: per month (`YYYY-MM`, in order) the headline
+    accuracy over its problems, their number `n`, and its interval (`se`, `ci95`; absent
+    for a month of one problem)."""
+    out: dict[str, dict[str, Any]] = {}
+    for month, moments in sorted(by_month.items()):
+        found = interval(moments)
+        out[month] = {"accuracy": moments.mean(), "n": moments.count,
+                      **({"se": found.se, "ci95": [found.low, found.high]} if found and found.se is not None else {})}
+    return out
 
 
 def _majority(scored: list[tuple[int, float, Any]], vote: AnswerVote | None) -> tuple[Any, float]:

@@ -7,7 +7,9 @@ its default settings. Every disagreement (id, sample_idx, gold, what each side e
 both verdicts, skyeval's parse_error and reasoning state, the sample's finish_reason, the
 generation's last characters) goes to
 ``RUN_DIR/audit/disagreements.jsonl`` (or ``out=FILE``); the count table is printed and
-written to ``audit/summary.json`` beside it.
+written to ``audit/summary.json`` beside it. For an env whose problems list several
+answers (liveaops), the problems whose listed answers disagree in value (`value_classes`:
+the grader's `equivalent`) go to ``answer_disagreements.jsonl`` beside it.
 
     python -m skyeval.report.audit run_dir=outputs/math500_reference_t0.0
 """
@@ -44,7 +46,8 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     from skyeval.results import Selection
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # its time-out warnings quote whole texts
-    env, golds = _env_and_golds(run_dir)
+    env, problems = _env_and_problems(run_dir)
+    golds = {pid: p["expected"] for pid, p in problems.items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
@@ -95,8 +98,29 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
         "reasoning_states": dict(states),
         "disagreements_file": str(out),
     }
+    if hasattr(env, "value_classes"):
+        summary.update(answer_disagreements(env, problems.values(), out.parent / "answer_disagreements.jsonl"))
     (out.parent / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def answer_disagreements(env: Any, problems: Any, path: Path) -> dict[str, Any]:
+    """Write the problems whose listed `answers` hold more than one value (the env's
+    `value_classes`) to `path`, one JSON line each (id, date, answers, classes); returns
+    the counts for the audit's summary."""
+    listed = disagreeing = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for problem in problems:
+            answers = problem.get("answers") or []
+            if len(answers) < 2:
+                continue
+            listed += 1
+            classes = env.value_classes(answers)
+            if len(classes) > 1:
+                disagreeing += 1
+                fh.write(json.dumps({"id": problem["id"], "date": problem.get("date"), "answers": answers,
+                                     "classes": classes}, ensure_ascii=False) + "\n")
+    return {"answer_lists": listed, "answer_lists_disagreeing": disagreeing, "answer_disagreements_file": str(path)}
 
 
 def plain_math_verify(generation: str, gold: str | list[str]) -> tuple[bool, str | None]:
@@ -125,6 +149,9 @@ def format_counts(summary: dict[str, Any]) -> str:
     lines += [f"  skyeval parse_error {reason!r}: {count}" for reason, count in summary["skyeval_parse_errors"].items()]
     lines.append("  reasoning " + ", ".join(f"{state}: {count}" for state, count in sorted(summary["reasoning_states"].items())))
     lines.append(f"disagreements: {summary['disagreements_file']}")
+    if "answer_lists" in summary:
+        lines.append(f"problems whose listed answers disagree in value: {summary['answer_lists_disagreeing']} of "
+                     f"{summary['answer_lists']} with several answers: {summary['answer_disagreements_file']}")
     return "\n".join(lines)
 
 
@@ -146,8 +173,9 @@ def _parse_args(argv: list[str]) -> dict[str, str]:
     return args
 
 
-def _env_and_golds(run_dir: Path) -> tuple[Any, dict[str, Any]]:
-    """The run's env, rebuilt from its config.yaml, and its golds by problem id."""
+def _env_and_problems(run_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """The run's env, rebuilt from its config.yaml, and its problems' golds, listed answers
+    and dates by problem id."""
     from omegaconf import OmegaConf
 
     from skyeval.envs.math import MathEnv
@@ -167,7 +195,8 @@ def _env_and_golds(run_dir: Path) -> tuple[Any, dict[str, Any]]:
     env = SkyEnvBuilder.build(name, knobs)
     if not isinstance(env, MathEnv):
         raise ConfigError(f"audit compares math graders; env {name!r} is not a math env")
-    return env, {str(p["id"]): p["expected"] for p in env.iter_problems()}
+    fields = ("id", "expected", "answers", "date")  # not the question texts
+    return env, {str(p["id"]): {k: p[k] for k in fields if k in p} for p in env.iter_problems()}
 
 
 if __name__ == "__main__":

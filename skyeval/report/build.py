@@ -5,7 +5,9 @@ folders and writes, into --out (default: report/ under the first DIR):
   index.html   the models × benchmarks table with 95% intervals, every run, the plots
   summary.md   the same tables in Markdown
   runs.csv     one row per run
-  *.png        pass@k curves, accuracy vs temperature / vs budget, truncated and failed rates
+  *.png        pass@k curves, accuracy vs temperature / vs budget, truncated and failed rates,
+               accuracy by month (dated benchmarks; --cutoff YYYY-MM marks a training cutoff
+               and adds accuracy before/after it with an unpaired test)
   viewer.html  the per-sample viewer (works from file://; copy the folder anywhere)
 """
 
@@ -18,7 +20,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from skyeval.errors import DataNotFoundError, SkyevalError
+from skyeval.errors import ConfigError, DataNotFoundError, SkyevalError
 from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, setting_order, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
@@ -26,27 +28,74 @@ CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n
               "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "path"]
 
 
-def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True) -> Path:
-    """Write the report of every run under `roots`; returns the path of index.html."""
+def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True,
+                 cutoff: str | None = None) -> Path:
+    """Write the report of every run under `roots`; returns the path of index.html.
+    `cutoff` (`YYYY-MM`): a training cutoff, marked on the accuracy-by-month plot and
+    tested (accuracy after − before) for every dated run."""
+    from skyeval.metrics.unpaired import check_month
+
+    cutoff = None if cutoff is None else check_month(cutoff)
     runs = find_runs(roots)
     if not runs:
         raise DataNotFoundError(f"no run folder (a folder with summary.json) under {', '.join(map(str, roots))}")
+    if cutoff is not None and not any(run.metrics.get("by_month") for run in runs):
+        raise ConfigError("--cutoff needs runs of a dated benchmark (liveaops, livecodebench: summary.json "
+                          "metrics.by_month); none of these runs has one")
     out = Path(out_dir) if out_dir else Path(roots[0]) / "report"
     out.mkdir(parents=True, exist_ok=True)
     labels = run_labels(runs)
     rows, envs, table = models_by_benchmarks(runs, labels)
+    split = cutoff_rows(runs, labels, cutoff) if cutoff is not None else None
 
     from skyeval.report.plots import write_plots
 
-    plots = write_plots(runs, labels, out)
+    plots = write_plots(runs, labels, out, cutoff)
     _write_csv(runs, labels, out / "runs.csv")
-    (out / "summary.md").write_text(_markdown(runs, labels, rows, envs, table, plots), encoding="utf-8")
+    (out / "summary.md").write_text(_markdown(runs, labels, rows, envs, table, plots, split), encoding="utf-8")
     if viewer:
         from skyeval.report.viewer import write_viewer
 
         write_viewer(runs, labels, out)
-    (out / "index.html").write_text(_html(runs, labels, rows, envs, table, plots, viewer), encoding="utf-8")
+    (out / "index.html").write_text(_html(runs, labels, rows, envs, table, plots, viewer, split), encoding="utf-8")
     return out / "index.html"
+
+
+CUTOFF_HEADER = ["run", "window", "before: months", "accuracy (problems)", "after: months", "accuracy (problems)",
+                 "after − before", "95% interval", "p"]
+
+
+def cutoff_rows(runs: list[RunInfo], labels: list[str], cutoff: str) -> tuple[str, list[list[str]]]:
+    """(cutoff, one table row per dated run): accuracy on the problems dated up to the
+    cutoff month and after it, with `skyeval.metrics.unpaired.before_after`'s test."""
+    from skyeval.metrics.unpaired import before_after
+
+    rows = []
+    for run, label in zip(runs, labels):
+        by_month = run.metrics.get("by_month")
+        if not by_month:
+            continue
+        window = (run.config.get("env") or {})
+        shown = " .. ".join(str(window.get(k) or "") for k in ("start_date", "end_date")).strip() or "all dates"
+        try:
+            r = before_after(by_month, cutoff)
+        except ConfigError as err:
+            rows.append([label, shown, str(err), "", "", "", "", "", ""])
+            continue
+        b, a = r["before"], r["after"]
+        rows.append([label, shown, b["months"], f"{b['accuracy']:.3f} ({b['n']})", a["months"],
+                     f"{a['accuracy']:.3f} ({a['n']})", f"{r['diff']:+.3f}", f"[{r['low']:+.3f}, {r['high']:+.3f}]",
+                     _p(r["p_value"])])
+    return cutoff, rows
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+CUTOFF_NOTE = ("before = problems dated in or before the cutoff month (a model trained until then may have seen "
+               "them), after = later ones; different problems, so the test is unpaired: {test}; "
+               "a drop after the cutoff suggests the model's score before it is inflated by contamination.")
 
 
 def run_labels(runs: list[RunInfo]) -> list[str]:
@@ -119,9 +168,19 @@ def _rate(value: float | None) -> str:
 
 
 def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
-    return [[label, run.env, run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
+    return [[label, env_text(run), run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
              fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
              _rate(run.truncated_rate), _rate(run.failed_rate), run.judged] for run, label in zip(runs, labels)]
+
+
+def env_text(run: RunInfo) -> str:
+    """The env, with its date window when the run has one: `liveaops (dates 2024-07 .. 2024-09)`."""
+    env = run.config.get("env") or {}
+    start, end = env.get("start_date"), env.get("end_date")
+    if start is None and end is None:
+        return run.env
+    window = f"{start or ''} .. {end or ''}".strip()
+    return f"{run.env} (dates {window})"
 
 
 RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",
@@ -152,7 +211,7 @@ def _methods(runs: list[RunInfo]) -> str:
     return "; ".join(methods) if methods else "not recorded in these runs' summaries"
 
 
-def _markdown(runs, labels, rows, envs, table, plots) -> str:
+def _markdown(runs, labels, rows, envs, table, plots, split=None) -> str:
     def md_table(header, body):
         esc = lambda s: str(s).replace("|", "\\|")
         return "\n".join(["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
@@ -163,12 +222,18 @@ def _markdown(runs, labels, rows, envs, table, plots) -> str:
              "", "accuracy [95% interval] n=samples/problems; interval method: " + _methods(runs)
              + ". ⚠ marks a run that stopped before finishing its selection.", "",
              md_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows]), "",
-             "## Runs", "", md_table(RUN_HEADER, _run_rows(runs, labels)), "", "## Plots", ""]
+             "## Runs", "", md_table(RUN_HEADER, _run_rows(runs, labels)), ""]
+    if split is not None:
+        from skyeval.metrics.unpaired import TEST
+
+        parts += [f"## Before and after the training cutoff {split[0]}", "", CUTOFF_NOTE.format(test=TEST), "",
+                  md_table(CUTOFF_HEADER, split[1]), ""]
+    parts += ["## Plots", ""]
     parts += [f"![{title}]({name})" for title, name in plots.items()]
     return "\n".join(parts) + "\n"
 
 
-def _html(runs, labels, rows, envs, table, plots, viewer: bool) -> str:
+def _html(runs, labels, rows, envs, table, plots, viewer: bool, split=None) -> str:
     e = html.escape
 
     def html_table(header, body, cls=""):
@@ -179,6 +244,12 @@ def _html(runs, labels, rows, envs, table, plots, viewer: bool) -> str:
     matrix = html_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows], "matrix")
     figures = "".join(f'<figure><img src="{e(name)}" alt="{e(title)}"><figcaption>{e(title)}</figcaption></figure>'
                       for title, name in plots.items())
+    cutoff = ""
+    if split is not None:
+        from skyeval.metrics.unpaired import TEST
+
+        cutoff = (f"<h2>Before and after the training cutoff {e(split[0])}</h2>"
+                  f'<p class="note">{e(CUTOFF_NOTE.format(test=TEST))}</p>{html_table(CUTOFF_HEADER, split[1])}')
     link = ('<p class="viewer"><a href="viewer.html">Open the sample viewer →</a> every sample with filters, search, '
             'and a two-run comparison of the problems where runs disagree.</p>') if viewer else ""
     return f"""<!doctype html>
@@ -204,6 +275,7 @@ A row is a model with the settings that differ among its runs; runs equal in eve
 {matrix}
 <h2>Runs</h2>
 {html_table(RUN_HEADER, _run_rows(runs, labels))}
+{cutoff}
 <h2>Plots</h2>
 {figures or '<p class="note">No plots: the runs have no pass@k curves, temperatures or budgets to compare.</p>'}
 </body></html>
@@ -216,9 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="run folders or folders that hold them")
     parser.add_argument("--out", help="output folder (default: DIR/report for the first DIR)")
     parser.add_argument("--no-viewer", action="store_true", help="skip the per-sample viewer")
+    parser.add_argument("--cutoff", metavar="YYYY-MM", help="a training cutoff: marked on accuracy_by_month.png, and "
+                        "accuracy before/after it tested for every dated run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        index = build_report(args.dirs, args.out, viewer=not args.no_viewer)
+        index = build_report(args.dirs, args.out, viewer=not args.no_viewer, cutoff=args.cutoff)
     except SkyevalError as err:
         print(f"skyeval: error: {err}", file=sys.stderr)
         return 2

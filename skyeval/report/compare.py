@@ -6,7 +6,9 @@ for accuracy and each pass@k with a paired 95% interval and p-value from one tes
 exact test when every problem has one 0/1 outcome, else a seeded bootstrap over problems.
 Then the problems B won (answered right more often than A) and lost, in natural id order
 among equals. Failed samples count as wrong, as in the headline metrics, and are counted
-and marked as failures. `--json` prints the same as one JSON object.
+and marked as failures. `--json` prints the same as one JSON object. On a dated benchmark,
+`--cutoff YYYY-MM` adds each run's accuracy before and after a training cutoff, with the
+difference, its interval and p-value (an unpaired test: the problems differ).
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from skyeval.report.runs import RunInfo, natural_key, outcomes
 LISTED = 20  # problem ids printed per side in the text output (--json has all)
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """B − A for accuracy and pass@k over the samples both runs hold (see the module doc)."""
+def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed: int = 0,
+                 cutoff: str | None = None) -> dict[str, Any]:
+    """B − A for accuracy and pass@k over the samples both runs hold (see the module doc);
+    with `cutoff`, each run's accuracy after − before it (`cutoff_split`)."""
     import numpy as np
 
     from skyeval.metrics.paired import bootstrap_summary, mcnemar, paired_bootstrap
 
     info_a, info_b = RunInfo.load(run_a), RunInfo.load(run_b)
+    split = cutoff_split(info_a, info_b, cutoff) if cutoff is not None else None
     if info_a.env != info_b.env:
         raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
                           f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
@@ -102,7 +107,23 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         "rounds": rounds, "seed": seed, "confidence": 0.95,
         "metrics": metrics,
         "won": won, "lost": lost,
+        **({"cutoff": split} if split is not None else {}),
     }
+
+
+def cutoff_split(info_a: RunInfo, info_b: RunInfo, cutoff: str) -> dict[str, Any]:
+    """Each run's accuracy on the problems dated up to the cutoff month and after it
+    (`skyeval.metrics.unpaired.before_after`); a ConfigError for an undated run."""
+    from skyeval.metrics.unpaired import before_after, check_month
+
+    cutoff = check_month(cutoff)
+    out: dict[str, Any] = {"cutoff": cutoff}
+    for side, info in (("a", info_a), ("b", info_b)):
+        if not info.metrics.get("by_month"):
+            raise ConfigError(f"--cutoff needs a dated benchmark: run {side.upper()} ({info.path}) has no "
+                              "metrics.by_month in its summary.json")
+        out[side] = before_after(info.metrics["by_month"], cutoff)
+    return out
 
 
 def format_text(result: dict[str, Any]) -> str:
@@ -125,6 +146,15 @@ def format_text(result: dict[str, Any]) -> str:
         lines.append(f"  {name:<10} {e['a']:>7.3f} {e['b']:>7.3f} {e['diff']:>+8.3f}  {interval:<20} {_p(e['p_value']):>7}  {test}")
     if any(e["test"].startswith("paired bootstrap") for e in result["metrics"].values()):
         lines.append(f"  (bootstrap: {result['rounds']} resamples of problems, seed {result['seed']})")
+    if "cutoff" in result:
+        split = result["cutoff"]
+        lines += ["", f"  training cutoff {split['cutoff']}: accuracy after − before, per run (unpaired: different problems)",
+                  f"  {'run':<4} {'before':>15} {'after':>15} {'after − before':>15}  {'95% interval':<20} {'p':>7}  test"]
+        for side in ("a", "b"):
+            r = split[side]
+            before, after = (f"{r[k]['accuracy']:.3f} ({r[k]['n']})" for k in ("before", "after"))
+            lines.append(f"  {side.upper():<4} {before:>15} {after:>15} {r['diff']:>+15.3f}  "
+                         f"[{r['low']:+.3f}, {r['high']:+.3f}]{'':<3} {_p(r['p_value']):>7}  {r['test']}")
     for side, verb in (("won", "B right more often than A"), ("lost", "B right less often than A")):
         problems = result[side]
         shown = ", ".join(f"{p['id']} ({p['a_correct']}→{p['b_correct']}/{p['samples']}{_failed(p)})"
@@ -142,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--rounds", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--cutoff", metavar="YYYY-MM", help="a training cutoff: each run's accuracy before/after it "
+                        "(dated benchmarks)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.rounds < 2:
             raise ConfigError("--rounds must be at least 2")
-        result = compare_runs(args.run_a, args.run_b, rounds=args.rounds, seed=args.seed)
+        result = compare_runs(args.run_a, args.run_b, rounds=args.rounds, seed=args.seed, cutoff=args.cutoff)
     except SkyevalError as err:
         print(f"skyeval: error: {err}", file=sys.stderr)
         return 2

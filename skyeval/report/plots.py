@@ -22,10 +22,16 @@ def _pyplot():
     return plt
 
 
-def write_plots(runs: list[RunInfo], labels: list[str], out_dir: Path) -> dict[str, str]:
-    """Draw every plot the runs have data for; returns {title: file name} in display order."""
+def write_plots(runs: list[RunInfo], labels: list[str], out_dir: Path, cutoff: str | None = None) -> dict[str, str]:
+    """Draw every plot the runs have data for; returns {title: file name} in display order.
+    `cutoff` (`YYYY-MM`) marks a training cutoff on the accuracy-by-month plot."""
     plt = _pyplot()
     made: dict[str, str] = {}
+    fig = by_month_figure(plt, runs, labels, cutoff)
+    if fig is not None:
+        fig.savefig(out_dir / BY_MONTH_PNG, bbox_inches="tight")
+        made[BY_MONTH_TITLE] = BY_MONTH_PNG
+        plt.close(fig)
     by_env: dict[str, list[tuple[RunInfo, str]]] = defaultdict(list)
     for run, label in zip(runs, labels):
         by_env[run.env].append((run, label))
@@ -43,6 +49,41 @@ def write_plots(runs: list[RunInfo], labels: list[str], out_dir: Path) -> dict[s
     if runs:
         made["truncated and failed samples per run"] = _rates(plt, runs, labels, out_dir)
     return made
+
+
+BY_MONTH_PNG = "accuracy_by_month.png"
+BY_MONTH_TITLE = "accuracy by month of the problems' dates"
+
+
+def by_month_figure(plt, runs: list[RunInfo], labels: list[str], cutoff: str | None = None):
+    """Accuracy per month of the problems' dates: one line per dated run (its summary's
+    `metrics.by_month`) with its 95% interval as a band, and the cutoff as a dashed line
+    after its month. None when no run is dated."""
+    dated = [(run, label) for run, label in zip(runs, labels) if run.metrics.get("by_month")]
+    if not dated:
+        return None
+    months = sorted({m for run, _ in dated for m in run.metrics["by_month"]})
+    position = {m: i for i, m in enumerate(months)}
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(months) + 2.5), 4.0), dpi=100)
+    for run, label in dated:
+        points = sorted(run.metrics["by_month"].items())
+        xs = [position[m] for m, _ in points]
+        ys = [p["accuracy"] for _, p in points]
+        line = ax.plot(xs, ys, marker="o", label=label)[0]
+        lows = [p["ci95"][0] if p.get("ci95") else y for (_, p), y in zip(points, ys)]
+        highs = [p["ci95"][1] if p.get("ci95") else y for (_, p), y in zip(points, ys)]
+        ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
+    if cutoff is not None:
+        before = [i for m, i in position.items() if m <= cutoff]
+        ax.axvline((max(before) + 0.5) if before else -0.5, color="#b00020", linestyle="--",
+                   label=f"training cutoff {cutoff}")
+    ax.set_xticks(range(len(months)), months, rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("month of the problem's date")
+    ax.set_ylabel("accuracy (95% interval shaded)")
+    ax.set_title(BY_MONTH_TITLE)
+    ax.grid(alpha=0.3)
+    legend_outside(ax)
+    return fig
 
 
 def figure(plt, title: str, draw, group: list[tuple[RunInfo, str]]):

@@ -92,6 +92,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
+    env.check_window()  # a date window that holds no problem
     if not config.shard.active:  # a shard's data errors are recorded in its state instead (merge names them)
         check_problems(env)
         env.check_data()
@@ -170,6 +171,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "scoring": {**scoring, **metrics.grading_summary()},
         **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
+        **env.describe_window(),
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),

@@ -47,7 +47,9 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
     """One console line: counts, then the headline accuracy with its interval, saying when
     failed samples are counted as wrong and naming the truncated rate when there is one."""
     counts, metrics = summary["counts"], summary["metrics"]
-    line = f"{summary['status']}: {summary['env']} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
+    window = summary.get("date_window")
+    env = summary["env"] + (f" (dates {window['shown']})" if window else "")
+    line = f"{summary['status']}: {env} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
     if metrics.get("accuracy") is not None:
         line += f" | accuracy {metrics['accuracy']:.4f}"
         interval = (metrics.get("intervals") or {}).get("accuracy")

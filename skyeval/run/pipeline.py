@@ -157,6 +157,9 @@ class _Pipeline:
                 continue
             self._count_problem(pid)
             templated, made, error = self._templated(problem)
+            if self.stage != "generate":  # the problem's date, for its per-problem row and by_month
+                with self.recorder.lock:
+                    self.outcome.metrics.note_date(pid, self.env.date_of(problem))
             wanted = self._wanted(pid, templated or problem, made)
             if not wanted:
                 continue

@@ -17,11 +17,11 @@ from skyeval.scorers.choice import LETTERS
 from tests.conftest import load_summary, run_cli, run_folder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-MATH_ENVS = ["aime24", "aime25", "amc23", "math500", "gsm8k", "minervamath", "olympiadbench_math_en"]
+MATH_ENVS = ["aime24", "aime25", "amc23", "math500", "gsm8k", "minervamath", "olympiadbench_math_en", "liveaops"]
 CHOICE_ENVS = ["gpqa_diamond", "mmlu", "mmlu_pro", "arc_c"]
 FIXTURE_ENVS = ["omni_math", "numina"]
 SAMPLES = {"mmlu": 1500}
-SLOW = {"minervamath", "olympiadbench_math_en"}  # > 30 s each on 2 cores (long symbolic answers)
+SLOW = {"minervamath", "olympiadbench_math_en", "liveaops"}  # > 30 s each on 2 cores (long symbolic answers)
 
 
 def marked(name):
