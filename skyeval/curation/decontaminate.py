@@ -151,7 +151,10 @@ class BenchmarkIndex:
         all_owners = all_owners[keep]
         starts = np.concatenate([[0], np.cumsum(share)]).astype(np.int64)
         sizes = np.bincount(all_owners, minlength=len(ids)).astype(np.int64)
-        meaning = ParaphraseIndex.build(texts, threshold=paraphrase) if paraphrase is not None else None
+        meaning = None
+        if paraphrase is not None:  # its word variants join the vocabulary: rows are looked up once
+            meaning = ParaphraseIndex.build(texts, threshold=paraphrase)
+            meaning.extend_vocabulary(vocab)
         return cls(n, min_overlap, vocab, keys, starts, all_owners, sizes, exact, masked, ids, names,
                    counts, dict(not_checked or {}), meaning)
 
@@ -172,23 +175,36 @@ class BenchmarkIndex:
         (down to `SWEEP[0]`)."""
         import time
 
+        import numpy as np
+
         started = time.perf_counter()
-        found = self._check_ngrams(texts)
+        segments = [(row, name, text, words(text)) for row, fields in enumerate(texts) for name, text in fields]
+        offsets = np.cumsum([0] + [len(ws) + 1 for _, _, _, ws in segments])
+        separated = chain.from_iterable(chain(ws, ("",)) for _, _, _, ws in segments)  # "": no n-gram spans two
+        flat = np.fromiter(map(self.vocab.get, separated, repeat(-1)), dtype=np.int64, count=int(offsets[-1]))
+        found = self._check_ngrams([(row, name, ws) for row, name, _, ws in segments], len(texts), flat, offsets)
         ngram_done = time.perf_counter()
         if self.paraphrase is not None:
-            self._check_paraphrases(texts, found, best)
+            self._check_paraphrases(segments, found, best, flat, offsets)
         if costs is not None:
             costs["ngram"] = costs.get("ngram", 0.0) + ngram_done - started
             if self.paraphrase is not None:
                 costs["paraphrase"] = costs.get("paraphrase", 0.0) + time.perf_counter() - ngram_done
         return found
 
-    def _check_paraphrases(self, texts: list[list[tuple[str, str]]], found: list[list[Match]],
-                           best: list[float] | None) -> None:
-        segments = [(row, name, text) for row, fields in enumerate(texts) for name, text in fields]
+    def _check_paraphrases(self, segments: list[tuple[int, str, str, list[str]]], found: list[list[Match]],
+                           best: list[float] | None, flat: "np.ndarray", offsets: "np.ndarray") -> None:
+        import numpy as np
+
         floor = min(SWEEP[0], self.paraphrase.threshold) if best is not None else None
-        results = self.paraphrase.check([text for _, _, text in segments], floor)
-        for (row, name, _), result in zip(segments, results):
+        # the word features of the tokens the n-gram check looked up (vocabulary ids)
+        segment_of = np.repeat(np.arange(len(segments)), np.diff(offsets))
+        known = flat >= 0
+        features = self.paraphrase.token_features[flat[known]]
+        word = features >= 0
+        results = self.paraphrase.check([text for _, _, text, _ in segments], floor,
+                                        features=(segment_of[known][word], features[word]))
+        for (row, name, _, _), result in zip(segments, results):
             if result is None:
                 continue
             if best is not None:
@@ -200,11 +216,11 @@ class BenchmarkIndex:
                 continue
             found[row].append(Match(benchmark, problem_id, "paraphrase", name, None, result.words, result.score))
 
-    def _check_ngrams(self, texts: list[list[tuple[str, str]]]) -> list[list[Match]]:
+    def _check_ngrams(self, segments: list[tuple[int, str, list[str]]], rows: int, flat: "np.ndarray",
+                      offsets: "np.ndarray") -> list[list[Match]]:
         import numpy as np
 
-        segments = [(row, name, words(text)) for row, fields in enumerate(texts) for name, text in fields]
-        found: list[list[Match]] = [[] for _ in texts]
+        found: list[list[Match]] = [[] for _ in range(rows)]
         exact_seen: set[tuple[int, int]] = set()
         for row, name, ws in segments:
             text = " ".join(ws)
@@ -218,9 +234,6 @@ class BenchmarkIndex:
                 found[row].append(self._match(problem, kind, name, _first_gram(ws, self.n), 1.0))
         if not len(self.keys):
             return found
-        offsets = np.cumsum([0] + [len(ws) + 1 for _, _, ws in segments])
-        separated = chain.from_iterable(chain(ws, ("",)) for _, _, ws in segments)  # "": no n-gram spans two
-        flat = np.fromiter(map(self.vocab.get, separated, repeat(-1)), dtype=np.int64, count=int(offsets[-1]))
         hashes, valid = ngram_hashes(flat, self.n)
         positions = np.flatnonzero(valid)
         positions = positions[self.present[hashes[positions] >> np.uint64(64 - _FILTER_BITS)]]

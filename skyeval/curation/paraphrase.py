@@ -6,9 +6,11 @@ table (`purchased` = `bought` = `buy`), and numbers (`five` = `5`, `$1,200` = `1
 `twice` = `2`, `half` = `0.5`). Each feature weighs its idf over the benchmark problems;
 features of more than `max_df` of the problems (stop words, "how many") are not indexed.
 
-1. Retrieval (vectorized, every row): a chunk's rows times the inverted index (a sparse
-   feature x problem matrix) estimates each pair's score; the `TOP_K` best pairs of a row
-   at or above `RETRIEVE_AT` are scored.
+1. Retrieval (vectorized, every row): a chunk's rows (their normalized words, shared with
+   the n-gram check) times the inverted index (a sparse word x problem matrix of weights)
+   gives each pair's word coverage and focus exactly, hence an upper bound of its score
+   (quantity coverage 1); the `TOP_K` pairs of a row with the highest bound, if it reaches
+   the threshold, are scored.
 2. Scoring (those pairs only): the mean of the word coverage (idf-weighted share of the
    problem's content words the row holds) and the quantity coverage (idf-weighted share of
    the problem's quantities, parsed from the raw text with percentages, fractions and
@@ -29,6 +31,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,15 +39,15 @@ if TYPE_CHECKING:
     import scipy.sparse
 
 DEFAULT_THRESHOLD = 0.6
-TOP_K = 20  # pairs scored per row
-RETRIEVE_AT = 0.15  # estimated score a pair needs to be scored at all
+TOP_K = 20  # pairs scored per row (those of the highest bound)
 MIN_FEATURES = 4
 FOCUS = 0.3  # share of a row's word weight that must be the problem's for a full score
 QUANTITY_INFORMATION = 5.0  # summed idf of a problem's quantities for them to count fully ("2, 3": ~2)
-MAX_DF = 0.05  # features of more than this share of the problems are not indexed
+MAX_DF = 0.05  # features of more than this share of the problems are not indexed,
+MAX_POSTINGS = 100  # nor of more problems than this (bounds the retrieval's work per row)
 MAX_CACHE = 500_000  # tokens remembered per process (token -> feature id)
 
-_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?|[a-z]+")
+_NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
 _QUANTITY = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?|([a-z]+)|([½⅓⅔¼¾])")
 _GLYPHS = {"½": Fraction(1, 2), "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
 
@@ -118,7 +121,7 @@ def number_text(value: Fraction | int) -> str:
 def word_feature(token: str) -> str | None:
     """The feature of one token (a word or a plain number; numbers start with "#"), None
     for a stop word."""
-    if token[0].isdigit():
+    if _NUMBER_TOKEN.match(token):
         return "#" + number_text(Fraction(token.replace(",", "")))
     if token in NUMBER_WORDS:
         return "#" + number_text(NUMBER_WORDS[token])
@@ -129,7 +132,10 @@ def word_feature(token: str) -> str | None:
 
 
 def features(text: str) -> set[str]:
-    return {f for f in map(word_feature, _TOKEN.findall(text.lower())) if f}
+    """The features of a text's normalized words (as rows are read: `normalize.words`)."""
+    from skyeval.curation.normalize import words
+
+    return {f for f in map(word_feature, words(text)) if f}
 
 
 def quantities(text: str) -> set[str]:
@@ -174,6 +180,18 @@ def quantities(text: str) -> set[str]:
     return found
 
 
+def _variants(word: str) -> list[str]:
+    """Inflections a rewrite may use of a word: plural, past, gerund, agent, adverb."""
+    forms = [word + s for s in ("s", "es", "ed", "d", "ing", "er", "ers", "ly")]
+    if word.endswith("e"):
+        forms += [word[:-1] + "ing", word[:-1] + "er"]
+    if word.endswith("y"):
+        forms += [word[:-1] + "ies", word[:-1] + "ied"]
+    if word[-1] not in "aeiouwxy" and word[-2] in "aeiou":
+        forms += [word + word[-1] + "ing", word + word[-1] + "ed"]
+    return forms
+
+
 def combine(words: float, numbers: float, focus: float, information: float) -> float:
     """The score of a pair: the mean of its word coverage and its quantity coverage (the
     latter trusted in proportion to the problem's quantity `information`, up to
@@ -200,12 +218,33 @@ class ParaphraseIndex:
 
     threshold: float
     feature_ids: dict[str, int]  # indexed features (numbers start with "#")
-    weights: "np.ndarray"  # idf per feature id
     is_word: "np.ndarray"  # per feature id: a word (not a number)
-    retrieval: "scipy.sparse.csr_matrix"  # feature x problem: each channel's weight share, halved
-    problem_words: list[dict[int, float]]  # per problem: word feature id -> weight ({}: not indexed)
-    problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight
+    word_weights: "np.ndarray"  # per feature id: its idf if a word, else 0
+    retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights
+    word_totals: "np.ndarray"  # per problem: summed weight of its indexed words (inf: not indexed)
+    problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight ({}: not indexed)
     cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> feature id or -1
+    token_features: "np.ndarray | None" = None  # vocabulary id -> word feature id or -1 (extend_vocabulary)
+
+    def extend_vocabulary(self, vocab: dict[str, int]) -> None:
+        """Add to `vocab` (token -> id, the n-gram index's) the inflections and synonyms of
+        the indexed words, and map every vocabulary id to its word feature: rows are then
+        looked up once, by the n-gram check, and their features gathered by id."""
+        import numpy as np
+
+        candidates = set(vocab) | {w for group in SYNONYMS for w in group.split()}
+        candidates |= {v for w in list(candidates) if w.isalpha() and len(w) >= 3 for v in _variants(w)}
+        for token in sorted(candidates - set(vocab)):
+            if self._word_feature_id(token) >= 0:
+                vocab[token] = len(vocab)
+        self.token_features = np.full(len(vocab), -1, dtype=np.int64)
+        for token, index in vocab.items():
+            self.token_features[index] = self._word_feature_id(token)
+
+    def _word_feature_id(self, token: str) -> int:
+        feature = word_feature(token)
+        found = self.feature_ids.get(feature, -1) if feature else -1
+        return found if found >= 0 and self.is_word[found] else -1
 
     @classmethod
     def build(cls, texts: list[str], *, threshold: float = DEFAULT_THRESHOLD, max_df: float = MAX_DF,
@@ -223,36 +262,30 @@ class ParaphraseIndex:
             for f in fs | {"#" + q for q in qs}:
                 df[f] = df.get(f, 0) + 1
         idf = {f: math.log((count + 1) / (n + 0.5)) for f, n in df.items()}
-        limit = max(2, int(max_df * count))
+        limit = max(2, min(int(max_df * count), MAX_POSTINGS))
         kept = sorted(f for f, n in df.items() if n <= limit)
         feature_ids = {f: i for i, f in enumerate(kept)}
         weights = np.array([idf[f] for f in kept], dtype=np.float32)
         is_word = np.array([not f.startswith("#") for f in kept], dtype=bool)
-        rows, cols, values, problem_words, problem_quantities = [], [], [], [], []
+        word_weights = np.where(is_word, weights, 0).astype(np.float32)
+        rows, cols, problem_quantities = [], [], []
+        totals = np.full(count, np.inf, dtype=np.float32)
         for problem, (fs, qs) in enumerate(zip(per_problem, per_quantities)):
-            words = {feature_ids[f]: idf[f] for f in fs if f in feature_ids and not f.startswith("#")}
-            numbers = {q: idf["#" + q] for q in qs}
-            if len(words) < min_features or not numbers:
-                problem_words.append({})
+            words = [feature_ids[f] for f in fs if f in feature_ids and not f.startswith("#")]
+            if len(words) < min_features or not qs:
                 problem_quantities.append({})
                 continue
-            problem_words.append(words)
-            problem_quantities.append(numbers)
-            indexed_numbers = {feature_ids["#" + q]: w for q, w in numbers.items() if "#" + q in feature_ids}
-            for channel in (words, indexed_numbers):
-                total = sum(channel.values())
-                for feature, weight in channel.items():
-                    rows.append(feature)
-                    cols.append(problem)
-                    values.append(weight / total / 2)
-        retrieval = scipy.sparse.csr_matrix(
-            (np.array(values, dtype=np.float32), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))),
-            shape=(len(kept), count))
-        return cls(threshold, feature_ids, weights, is_word, retrieval, problem_words, problem_quantities)
+            problem_quantities.append({q: idf["#" + q] for q in qs})
+            rows.extend(words)
+            cols.extend([problem] * len(words))
+            totals[problem] = word_weights[words].sum()
+        rows_a, cols_a = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+        retrieval = scipy.sparse.csr_matrix((word_weights[rows_a], (rows_a, cols_a)), shape=(len(kept), count))
+        return cls(threshold, feature_ids, is_word, word_weights, retrieval, totals, problem_quantities)
 
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "features": len(self.feature_ids),
-                "problems_indexed": sum(1 for f in self.problem_words if f)}
+                "problems_indexed": sum(1 for q in self.problem_quantities if q)}
 
     def _feature_id(self, token: str) -> int:
         feature = word_feature(token)
@@ -261,54 +294,60 @@ class ParaphraseIndex:
             self.cache[token] = found
         return found
 
-    def row_features(self, text: str) -> set[int]:
-        """The indexed feature ids of a text."""
-        cache, lookup = self.cache, self._feature_id
-        ids = {cache[t] if t in cache else lookup(t) for t in _TOKEN.findall(text.lower())}
-        ids.discard(-1)
-        return ids
-
-    def score(self, problem: int, row_features: set[int], row_quantities: set[str],
-              row_weight: float) -> ParaphraseMatch:
-        """The score of one (row, problem) pair; `row_weight`: the summed weight of the row's
-        indexed words."""
-        words, numbers = self.problem_words[problem], self.problem_quantities[problem]
-        shared = sum(w for f, w in words.items() if f in row_features)
-        word_cov = shared / sum(words.values())
+    def score(self, problem: int, words: float, focus: float, row_quantities: set[str]) -> ParaphraseMatch:
+        """The score of one (row, problem) pair from its word coverage and focus."""
+        numbers = self.problem_quantities[problem]
         number_cov = sum(w for q, w in numbers.items() if q in row_quantities) / sum(numbers.values())
-        focus = min(1.0, shared / row_weight) if row_weight else 0.0
-        score = combine(word_cov, number_cov, focus, sum(numbers.values()))
-        return ParaphraseMatch(problem, round(score, 4), round(word_cov, 4), round(number_cov, 4), round(focus, 4))
+        score = combine(words, number_cov, focus, sum(numbers.values()))
+        return ParaphraseMatch(problem, round(score, 4), round(words, 4), round(number_cov, 4), round(focus, 4))
 
-    def check(self, texts: list[str], threshold: float | None = None) -> list[ParaphraseMatch | None]:
-        """The best match of each text at or above `threshold` (default the index's), else None."""
+    def check(self, texts: list[str], threshold: float | None = None,
+              features: "tuple[np.ndarray, np.ndarray] | None" = None) -> list[ParaphraseMatch | None]:
+        """The best match of each text at or above `threshold` (default the index's), else
+        None. `features`: (text index, word feature id) of every token, when the caller
+        has looked them up (`BenchmarkIndex.check`); else the texts are read here."""
         import numpy as np
         import scipy.sparse
 
+        from skyeval.curation.normalize import words as normalized_words
+
         threshold = self.threshold if threshold is None else threshold
         results: list[ParaphraseMatch | None] = [None] * len(texts)
-        if not self.retrieval.nnz:
+        if not self.retrieval.nnz or not texts:
             return results
-        row_sets = [self.row_features(text) for text in texts]
-        row_ids = np.repeat(np.arange(len(texts)), [len(s) for s in row_sets])
-        col_ids = np.fromiter((f for s in row_sets for f in s), dtype=np.int64, count=len(row_ids))
-        if not len(col_ids):
-            return results
-        query = scipy.sparse.csr_matrix((np.ones(len(col_ids), np.float32), (row_ids, col_ids)),
+        if features is None:
+            tokens = [normalized_words(t) for t in texts]
+            lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+            flat = [t for ts in tokens for t in ts]
+            ids = np.fromiter(map(self.cache.get, flat, repeat(-2)), dtype=np.int64, count=len(flat))
+            for position in np.flatnonzero(ids == -2).tolist():  # tokens not seen yet in this process
+                ids[position] = self._feature_id(flat[position])
+            rows = np.repeat(np.arange(len(texts)), lengths)
+            keep = ids >= 0
+            rows, ids = rows[keep], ids[keep]
+            keep = self.is_word[ids]
+            features = (rows[keep], ids[keep])
+        rows, ids = features
+        query = scipy.sparse.csr_matrix((np.ones(len(ids), np.float32), (rows, ids)),
                                         shape=(len(texts), len(self.feature_ids)))
-        hits = (query @ self.retrieval).tocoo()
-        keep = np.flatnonzero(hits.data >= RETRIEVE_AT)
-        keep = keep[np.lexsort((-hits.data[keep], hits.row[keep]))]  # by row, best estimate first
+        query.sum_duplicates()
+        query.data[:] = 1.0
+        row_weight = query @ self.word_weights
+        hits = (query @ self.retrieval).tocoo()  # weight of each problem's words the row holds
+        words = hits.data / self.word_totals[hits.col]
+        focus = np.minimum(1.0, hits.data / np.maximum(row_weight[hits.row], 1e-9))
+        # the quantity coverage adds at most 1: pairs that cannot reach the threshold are dropped
+        bound = (words + 1) / 2 * np.minimum(1.0, focus / FOCUS)
+        keep = np.flatnonzero(bound >= threshold)
+        keep = keep[np.lexsort((-bound[keep], hits.row[keep]))]  # by row, best bound first
         ranks = np.arange(len(keep)) - np.searchsorted(hits.row[keep], hits.row[keep], side="left")
         keep = keep[ranks < TOP_K]
         row_quantities: dict[int, set[str]] = {}
-        row_weights: dict[int, float] = {}
-        for row, problem in zip(hits.row[keep].tolist(), hits.col[keep].tolist()):
+        for row, problem, w, f in zip(hits.row[keep].tolist(), hits.col[keep].tolist(), words[keep].tolist(),
+                                      focus[keep].tolist()):
             if row not in row_quantities:
                 row_quantities[row] = quantities(texts[row])
-                ids = np.fromiter(row_sets[row], dtype=np.int64)
-                row_weights[row] = float(self.weights[ids[self.is_word[ids]]].sum())
-            match = self.score(problem, row_sets[row], row_quantities[row], row_weights[row])
+            match = self.score(problem, w, f, row_quantities[row])
             best = results[row]
             if match.score >= threshold and (best is None or match.score > best.score):
                 results[row] = match
