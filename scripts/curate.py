@@ -10,7 +10,9 @@ to the output, as `<name>.summary.json`) how many rows each step kept.
   python scripts/curate.py difficulty RUN_DIR --model openai --set model_source=gpt-4o-mini
                                                 1-10 difficulty label per problem (parse failures apart)
   python scripts/curate.py decontaminate INPUT --out DIR [--against aime24,math500] [--report-only]
-                                                drop rows that contain a benchmark problem
+                                                drop rows that contain a benchmark problem, copied or
+                                                reworded (--paraphrase SCORE, --no-paraphrase; optional
+                                                model stage: --embeddings-url URL --embedding-model M)
   python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
 
 Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
