@@ -45,7 +45,7 @@ FOCUS = 0.3  # share of a row's word weight that must be the problem's for a ful
 QUANTITY_INFORMATION = 5.0  # summed idf of a problem's quantities for them to count fully ("2, 3": ~2)
 MAX_DF = 0.05  # features of more than this share of the problems are not indexed,
 MAX_POSTINGS = 100  # nor of more problems than this (bounds the retrieval's work per row)
-MAX_CACHE = 500_000  # tokens remembered per process (token -> feature id)
+MAX_CACHE = 500_000  # tokens remembered per process when texts are read here (check without features)
 
 _NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
 _QUANTITY = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?|([a-z]+)|([½⅓⅔¼¾])")
@@ -223,7 +223,7 @@ class ParaphraseIndex:
     retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights
     word_totals: "np.ndarray"  # per problem: summed weight of its indexed words (inf: not indexed)
     problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight ({}: not indexed)
-    cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> feature id or -1
+    cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> word feature id or -1
     token_features: "np.ndarray | None" = None  # vocabulary id -> word feature id or -1 (extend_vocabulary)
 
     def extend_vocabulary(self, vocab: dict[str, int]) -> None:
@@ -287,9 +287,8 @@ class ParaphraseIndex:
         return {"threshold": self.threshold, "features": len(self.feature_ids),
                 "problems_indexed": sum(1 for q in self.problem_quantities if q)}
 
-    def _feature_id(self, token: str) -> int:
-        feature = word_feature(token)
-        found = self.feature_ids.get(feature, -1) if feature else -1
+    def _cached_feature_id(self, token: str) -> int:
+        found = self._word_feature_id(token)
         if len(self.cache) < MAX_CACHE:
             self.cache[token] = found
         return found
@@ -321,12 +320,9 @@ class ParaphraseIndex:
             flat = [t for ts in tokens for t in ts]
             ids = np.fromiter(map(self.cache.get, flat, repeat(-2)), dtype=np.int64, count=len(flat))
             for position in np.flatnonzero(ids == -2).tolist():  # tokens not seen yet in this process
-                ids[position] = self._feature_id(flat[position])
+                ids[position] = self._cached_feature_id(flat[position])
             rows = np.repeat(np.arange(len(texts)), lengths)
-            keep = ids >= 0
-            rows, ids = rows[keep], ids[keep]
-            keep = self.is_word[ids]
-            features = (rows[keep], ids[keep])
+            features = (rows[ids >= 0], ids[ids >= 0])
         rows, ids = features
         query = scipy.sparse.csr_matrix((np.ones(len(ids), np.float32), (rows, ids)),
                                         shape=(len(texts), len(self.feature_ids)))
