@@ -6,9 +6,9 @@ lm-sys/llm-decontaminator), `distractor` (GSM8K test problems with an irrelevant
 inserted before the question, built from the mirror's test.jsonl), `clean_math` (1,200
 math questions of MMLU's elementary, high-school and college mathematics and statistics
 subjects and MMLU-Pro's non-MMLU math questions, from the mirror: many are word problems
-of GSM8K's style) and `clean_science` (800 ARC-Challenge test questions of the mirror). A dirty row is found when any check flags it; `right` counts
-those whose match names its own GSM8K problem; `paraphrase_only` those found by the
-meaning-level check alone.
+of GSM8K's style) and `clean_science` (800 ARC-Challenge test questions of the mirror).
+A dirty row is found when any check flags it; `right` counts those whose match names its
+own GSM8K problem; `paraphrase_only` those found by the meaning-level check alone.
 
     SKYEVAL_DATA_DIR=../shared/data python scripts/eval_decontaminate.py [--thresholds 0.5,0.6,0.7]
 """

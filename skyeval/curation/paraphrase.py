@@ -48,8 +48,10 @@ MAX_POSTINGS = 100  # nor of more problems than this (bounds the retrieval's wor
 MAX_CACHE = 500_000  # tokens remembered per process when texts are read here (check without features)
 
 _NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
-_QUANTITY = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?|([a-z]+)|([½⅓⅔¼¾])")
-_GLYPHS = {"½": Fraction(1, 2), "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
+_QUANTITY = re.compile(  # a number (with /denominator, with %) | a word | a fraction glyph
+    r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?|([a-z]+)|([½⅓⅔¼¾])")
+_GLYPHS = {"½": Fraction(1, 2), "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "¼": Fraction(1, 4),
+           "¾": Fraction(3, 4)}
 
 STOP = frozenset("""a about above after again all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each either else ever for from further had has have

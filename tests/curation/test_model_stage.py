@@ -89,7 +89,8 @@ def server():
         yield s
 
 
-PROBLEMS = [("bench", "p1", "Tom buys 3 apples for 2 dollars each and sells them for 5 dollars each. What is his profit?"),
+PROBLEMS = [("bench", "p1", "Tom buys 3 apples for 2 dollars each and sells them for 5 dollars each. "
+                            "What is his profit?"),
             ("bench", "p2", "A train travels 60 miles in 2 hours. How far does it travel in 7 hours at that speed?"),
             ("bench", "p3", "Write a function that returns the sum of the squares of a list of integers.")]
 
