@@ -3,10 +3,10 @@ of tests/curation/data (PROVENANCE.md there), per kind of row and paraphrase thr
 
 Kinds: `reworded` (GSM8K test problems rewritten by GPT-4, published with
 lm-sys/llm-decontaminator), `distractor` (GSM8K test problems with an irrelevant sentence
-inserted before the question, built from the mirror's test.jsonl), `clean_math` (1,200
-math questions of MMLU's elementary, high-school and college mathematics and statistics
-subjects and MMLU-Pro's non-MMLU math questions, from the mirror: many are word problems
-of GSM8K's style) and `clean_science` (800 ARC-Challenge test questions of the mirror).
+inserted before the question, built from the mirror's test.jsonl), `clean_math` (54
+GSM8K *train* problems, the hardest negatives, then 1,200 math questions of MMLU's
+elementary, high-school and college mathematics and statistics subjects and MMLU-Pro's
+non-MMLU math questions, from the mirror: many are word problems of GSM8K's style) and `clean_science` (800 ARC-Challenge test questions of the mirror).
 A dirty row is found when any check flags it; `right` counts those whose match names its
 own GSM8K problem; `paraphrase_only` those found by the meaning-level check alone.
 
@@ -64,7 +64,7 @@ def dev_rows(data_dir: Path, science: int = 800) -> dict[str, list[dict]]:
         "reworded": _read(DATA / "reworded_gsm8k.jsonl"),
         "distractor": [{"problem": insert_before_question(test[d["gsm8k_idx"]], d["sentence"]),
                         "gsm8k_idx": d["gsm8k_idx"]} for d in _read(DATA / "distractors_gsm8k.jsonl")],
-        "clean_math": clean_math(data_dir),
+        "clean_math": _read(DATA / "clean_gsm8k_train.jsonl") + clean_math(data_dir),
         "clean_science": [{"problem": a["question"]["stem"], "source": "arc-challenge"} for a in arc[:science]],
     }
 
