@@ -12,7 +12,12 @@ A row matches a benchmark problem when
 - it shares word n-grams (default n=8) with it: at least `min_overlap` (default 0.25) of
   the problem's distinctive n-grams, and at least one. `match: "contains"` when the row
   holds all of them (the problem plus a prefix or suffix sentence, say), else `"near"`
-  (a changed number, an edited sentence).
+  (a changed number, an edited sentence), or
+- it restates the problem in other words with the same quantities: `match: "paraphrase"`
+  (the meaning-level check, `skyeval.curation.paraphrase`; on unless `paraphrase=None`).
+
+The optional model stage (`skyeval.curation.model_stage`, `decontaminate(model=...)`)
+checks the rows the local checks kept: `match: "model"`.
 
 Distinctive n-grams: an n-gram of numbers alone is left out, and so is one shared by
 more than `max_share` (default 10) benchmark problems: it is boilerplate ("Return your
@@ -65,7 +70,7 @@ class Match:
 
     benchmark: str
     problem_id: str
-    match: str  # exact | contains | near | paraphrase
+    match: str  # exact | contains | near | paraphrase | model
     field: str
     ngram: str | None  # the first shared n-gram (None for an exact match of a short problem, a paraphrase)
     overlap: float  # share of the problem's distinctive n-grams found in the row (paraphrase: of its
