@@ -10,7 +10,9 @@ to the output, as `<name>.summary.json`) how many rows each step kept.
   python scripts/curate.py difficulty RUN_DIR --model openai --set model_source=gpt-4o-mini
                                                 1-10 difficulty label per problem (parse failures apart)
   python scripts/curate.py decontaminate INPUT --out DIR [--against aime24,math500] [--report-only]
-                                                drop rows that contain a benchmark problem
+                                                drop rows that contain a benchmark problem, copied or
+                                                reworded (--paraphrase SCORE, --no-paraphrase; optional
+                                                model stage: --embeddings-url URL --embedding-model M)
   python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
 
 Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
@@ -49,6 +51,7 @@ from skyeval.curation import (
     sharegpt_row,
     to_dataset,
 )
+from skyeval.curation.decontaminate import DEFAULT_PARAPHRASE
 from skyeval.errors import SkyevalError
 from skyeval.reasoning import DEFAULT_THINK_TAGS
 from skyeval.results import write_rows
@@ -134,21 +137,46 @@ def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Pa
 
 def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
     """Rows that contain a benchmark problem go to removed.*, the others to kept.*."""
-    from skyeval.curation.decontaminate import BenchmarkIndex, decontaminate, report_table
+    from skyeval.curation.decontaminate import BenchmarkIndex, decontaminate, read_benchmarks, report_table
 
     if not args.report_only and not args.out:
         sys.exit("curate: decontaminate needs --out DIR (or --report-only)")
+    if bool(args.embeddings_url) != bool(args.embedding_model):
+        sys.exit("curate: the model stage needs both --embeddings-url and --embedding-model")
     against = args.against.split(",") if args.against else None
-    index = BenchmarkIndex.from_envs(against, data_dir=args.data_dir, n=args.ngram, min_overlap=args.min_overlap)
+    paraphrase = None if args.no_paraphrase else args.paraphrase
+    sources, skipped = read_benchmarks(against, data_dir=args.data_dir)
+    index = BenchmarkIndex.build(sources, not_checked=skipped, n=args.ngram, min_overlap=args.min_overlap,
+                                 paraphrase=paraphrase)
+    model = _model_stage(args, sources) if args.embeddings_url else None
     out = None if args.report_only else args.out
-    report = decontaminate(args.run_dir, out, index, fields=_fields(args), format=args.format, workers=args.workers)
+    try:
+        report = decontaminate(args.run_dir, out, index, fields=_fields(args), format=args.format,
+                               workers=args.workers, model=model)
+    finally:
+        if model is not None:
+            model.close()
     if args.report_only and args.out:
         from skyeval.results import write_json
 
         Path(args.out).mkdir(parents=True, exist_ok=True)
         write_json(Path(args.out) / "report.json", report)
     print(report_table(report))
+    if model is not None:
+        print(model.cost.line())
     return report
+
+
+def _model_stage(args: argparse.Namespace, sources: dict[str, list[tuple[str, str]]]) -> Any:
+    """The optional model stage of `decontaminate` (embeddings, then a judge if named)."""
+    from skyeval.curation.model_stage import ModelStage, ModelStageConfig
+
+    config = ModelStageConfig(args.embeddings_url, args.embedding_model, judge_model=args.judge_model,
+                              api_key_env=args.api_key_env or None, top_k=args.model_top_k,
+                              min_similarity=args.model_min_similarity,
+                              **({"cache": args.model_cache} if args.model_cache else {}))
+    problems = [(name, pid, text) for name, rows in sources.items() for pid, text in rows]
+    return ModelStage(config, problems)
 
 
 def dedup_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -304,8 +332,27 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--ngram", type=int, default=8, help="words per n-gram (default 8)")
             cmd.add_argument("--min-overlap", type=float, default=0.25,
                              help="share of a problem's n-grams a row must hold (default 0.25; at least one)")
-            cmd.add_argument("--report-only", action="store_true", help="write no data, only the report")
+            cmd.add_argument("--paraphrase", type=float, default=DEFAULT_PARAPHRASE, metavar="SCORE",
+                             help=f"meaning-level check: a row whose paraphrase score reaches SCORE matches "
+                                  f"(default {DEFAULT_PARAPHRASE}; --report-only tabulates other thresholds)")
+            cmd.add_argument("--no-paraphrase", action="store_true", help="n-gram checks only")
+            cmd.add_argument("--report-only", action="store_true", help="write no data, only the report "
+                             "(and the rows each paraphrase threshold would remove)")
             cmd.add_argument("--data-dir", help="local benchmark mirror (default: $SKYEVAL_DATA_DIR, else the hub)")
+            model = cmd.add_argument_group("model stage (off unless --embeddings-url is given)")
+            model.add_argument("--embeddings-url", metavar="URL",
+                               help="base URL of an OpenAI-compatible server with /embeddings, e.g. "
+                                    "http://127.0.0.1:8000/v1")
+            model.add_argument("--embedding-model", help="embedding model name")
+            model.add_argument("--judge-model", help="chat model that confirms each candidate (same server)")
+            model.add_argument("--model-top-k", type=int, default=3, help="nearest problems per row (default 3)")
+            model.add_argument("--model-min-similarity", type=float, default=0.8,
+                               help="cosine similarity a candidate needs (default 0.8)")
+            model.add_argument("--model-cache", metavar="FILE",
+                               help="SQLite cache of embeddings and verdicts (default ~/.cache/skyeval/"
+                                    "decontaminate.sqlite)")
+            model.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                               help="environment variable holding the API key ('' for none)")
         else:
             cmd.add_argument("--threshold", type=float, default=0.8, help="MinHash LSH Jaccard threshold")
             cmd.add_argument("--num-perm", type=int, default=128, help="MinHash permutations")
