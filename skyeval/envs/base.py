@@ -279,9 +279,10 @@ class Env:
                     item_timeout_s: float = 60.0) -> list[dict[str, Any]]:
         """`score_item` of every item (each with `generation` and the env's `required_keys`),
         in order, in parallel on `scorer_pool`. Never raises on a generation: an item that
-        ran past `item_timeout_s`, crashed its worker or made the scorer raise scores 0.0
-        with the reason in `score_error` (None on the others). A missing key or a
-        generation that is not a string is the caller's error (ValueError)."""
+        ran past `item_timeout_s`, crashed its worker twice or made the scorer raise scores
+        0.0 with the reason in `score_error` (None on the others). A missing key or a
+        generation that is not a string is the caller's error (ValueError); workers that
+        cannot score at all (they could not start) raise InfrastructureError, never a 0."""
         from skyeval.scorers.pool import ItemFailure
 
         items = list(items)

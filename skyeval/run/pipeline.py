@@ -2,8 +2,10 @@
 
 Problems are read lazily and handed to the backend as a generator; each result is written
 to a part file as it completes and, for `evaluate`, scored on a pool of worker processes
-while generation goes on (`skyeval.run.scoring`: a bounded queue, so a slow scorer holds
-generation back only once the queue is full). A cluster backend (ray: `generate_recorded`)
+while generation goes on (`skyeval.scorers.pool.ScorerPool`: a bounded queue, so a slow
+scorer holds generation back only once the queue is full). A sample the pool could not
+score (its workers could not start) fails with `error_type: infrastructure`, and the next
+run of the same command scores it again. A cluster backend (ray: `generate_recorded`)
 writes and scores on its workers instead (`skyeval.run.records.WorkerSink`), and the driver
 counts the notes they send back. Metrics accumulate incrementally. Memory is O(in-flight
 window), never O(samples): resume looks up 8-byte key hashes, not records.
@@ -23,16 +25,23 @@ from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
 from skyeval.config.schema import STAGES
-from skyeval.envs.base import Env
+from skyeval.envs.base import Env, RowScorer
 from skyeval.errors import ClusterError
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import KeySet, PartWriter, RunFolder, Shard, key_hash, key_of
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
-from skyeval.run.scoring import ScorePool
+from skyeval.scorers.pool import ItemFailure, ScorerPool
 
 log = logging.getLogger("skyeval")
+
+ITEM_TIMEOUT_S = 600.0  # a backstop per sample: scorers bound their own work (code tests, math-verify)
+
+
+def scoring_pool(env: Env, workers: int | None = None) -> ScorerPool:
+    """A run's scoring pool: `RowScorer.outcome` of each row, on worker processes."""
+    return ScorerPool(RowScorer(env).outcome, workers, item_timeout_s=ITEM_TIMEOUT_S)
 
 
 @dataclass
@@ -67,12 +76,14 @@ class RunOutcome:
 
 
 def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False, shard: Shard | None = None,
-        metrics: MetricsAccumulator | None = None, score_workers: int | None = None) -> RunOutcome:
+        metrics: MetricsAccumulator | None = None, score_workers: int | None = None,
+        pool: ScorerPool | None = None) -> RunOutcome:
     """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`,
-    resuming whatever earlier runs of the same config left there."""
+    resuming whatever earlier runs of the same config left there. Scoring runs on `pool`
+    when given (left open), else on a `scoring_pool(env, score_workers)` of its own."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers).run()
+    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers, pool).run()
 
 
 class _Pipeline:
@@ -80,7 +91,7 @@ class _Pipeline:
     on the cluster's workers), score, score what earlier runs generated, reconcile."""
 
     def __init__(self, env: Env, folder: RunFolder, stage: str, retry_failures: bool, shard: Shard,
-                 metrics: MetricsAccumulator | None, score_workers: int | None) -> None:
+                 metrics: MetricsAccumulator | None, score_workers: int | None, pool: ScorerPool | None) -> None:
         self.env, self.folder, self.stage, self.shard = env, folder, stage, shard
         self.retry_failures, self.score_workers, self.n = retry_failures, score_workers, env.sampling.n
         self.earlier = EarlierRecords(folder, stage)
@@ -101,7 +112,11 @@ class _Pipeline:
         self.members = array("Q")  # hashes of this run's problem ids, to count earlier records
         self.in_flight: dict[str, list] = {}  # id -> [templated problem, samples still to come]
         self.rescore: dict[str, dict[str, Any]] = {}  # problems whose saved generations still need scoring
-        self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
+        self.own_pool = pool is None
+        self.pool = pool
+        if pool is None and stage != "generate" and not self.on_workers:
+            self.pool = scoring_pool(env, score_workers)
+        self.unscorable = 0  # samples the pool could not score (infrastructure)
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
     def run(self) -> RunOutcome:
@@ -124,8 +139,7 @@ class _Pipeline:
             self.outcome.interrupted, self.outcome.lost = True, err
             log.error("%s", err)
         finally:
-            if self.pool is not None:
-                self.pool.close(cancel=self.outcome.interrupted)
+            self.stop_scoring()
             self.progress.close()
         return self.finish()
 
@@ -220,7 +234,7 @@ class _Pipeline:
         if result.ok:
             self.outcome.generated += 1
             if self.pool is not None and entry is not None:
-                self.pool.submit({**entry[0], **{k: v for k, v in record.items() if k != "prompt"}})
+                self.pool.submit({**entry[0], **{k: v for k, v in record.items() if k != "prompt"}}, self.on_scored)
         else:
             self.warn_failed(result.id, result.error_type, result.error)
         if entry is not None:
@@ -250,20 +264,36 @@ class _Pipeline:
         finally:
             self.env.backend.close()
 
-    def _score_pool(self) -> ScorePool:
-        return ScorePool(self.env, lambda row, result: self.recorder.record(*scored(row, result)), self.score_workers)
+    def on_scored(self, row: dict[str, Any], result: Any) -> None:
+        """A pool's answer for one row: its score or failure record."""
+        if isinstance(result, ItemFailure):
+            self.unscorable += result.infrastructure
+            result = {"score": None, "score_error": result.reason, "infrastructure": result.infrastructure}
+        self.recorder.record(*scored(row, result))
+
+    def stop_scoring(self) -> None:
+        """Wait for the queued samples (or, interrupted, drop them: a re-run scores them)."""
+        try:
+            if self.pool is not None and not self.outcome.interrupted:
+                self.pool.drain()
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+            log.warning("interrupted: finished samples are saved; re-run the same command to resume")
+        finally:
+            if self.pool is not None and (self.own_pool or self.outcome.interrupted):
+                self.pool.close(cancel=self.outcome.interrupted)
 
     def score_saved(self) -> None:
         """Score saved generations that have no score yet (a crash between generating and
         scoring, or the `score` stage), streaming them from the earlier part files. Holds the
         problems concerned: all of them for the `score` stage."""
         log.info("scoring saved generations of %d problems", len(self.rescore))
-        self.pool = self.pool or self._score_pool()
+        self.pool = self.pool or scoring_pool(self.env, self.score_workers)
         for record in self.earlier.generations():
             key = key_of(record)
             problem = self.rescore.get(key[0])
             if problem is not None and key[1] < self.n and not self.earlier.done(key, self.stage, self.retry_failures):
-                self.pool.submit({**problem, **record})
+                self.pool.submit({**problem, **record}, self.on_scored)
 
     # ---- reconcile ----------------------------------------------------------------------------
     def finish(self) -> RunOutcome:
@@ -282,6 +312,9 @@ class _Pipeline:
             path.unlink(missing_ok=True)
         log.info("%s %d samples of %d problems in %.1fs: %d scored, %d failed", self.stage, outcome.samples,
                  outcome.problems, time.monotonic() - self.progress.start, outcome.scored, outcome.failed)
+        if self.unscorable:
+            log.error("%d samples could not be scored (scoring workers could not run): they are in failures/ "
+                      "with error_type infrastructure; re-run the same command to score them", self.unscorable)
         if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
             log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
                      "that selection: kept, not counted (summary.json, report, compare and the viewer read "

@@ -85,8 +85,9 @@ class EarlierRecords:
         rescore = stage == "score"
         self.generated = KeySet(key_of(r) for r in folder.records("generations"))
         self.scored = KeySet(() if rescore else (key_of(r) for r in folder.records("scores")))
+        # score failures of the infrastructure (workers that could not run) are scored again
         fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures")
-                 if not (rescore and r.get("stage") == "score")]
+                 if not ((rescore or r.get("error_type") == "infrastructure") and r.get("stage") == "score")]
         self.failed_generating = KeySet(k for k, gen in fails if gen)
         self.failed_scoring = KeySet(k for k, gen in fails if not gen)
 
