@@ -23,10 +23,8 @@ passed in, never imported).
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import ray.data
 from ray.data.block import Block, BlockAccessor, BlockMetadata
@@ -34,9 +32,6 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from skyeval.envs.data import RowSlice, RowSource, load_hub, read_slice
 from skyeval.envs.saving import FOLDERS, write_logs, write_parts
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 ROWS_PER_SLICE = 20_000  # raw rows per read slice
 SLICES_ROWS_PER_TASK = 50_000  # small slices (files) are grouped into tasks of about this many rows
