@@ -126,19 +126,22 @@ class ScorerPool:
         """Stop every worker: after the items already queued, or at once with `cancel`
         (queued items are dropped, items being scored abandoned: their callbacks never
         run). Safe to call twice."""
+        dropped: list = []
         with self._lock:
             if self._closed and not cancel:
                 return
             self._closed = True
             if cancel:
                 self._cancelled = True
-                self._drop_queued()
+                dropped = self._drop_queued()
                 self._idle.notify_all()
             for _ in self._slots:
                 self._tasks.put(None)
         if cancel:
             for slot in self._slots:
                 slot.abandon()
+            for job, index, item in dropped:
+                job.finish(index, ItemFailure("scoring cancelled: the pool was closed", infrastructure=True), item)
         for slot in self._slots:
             if slot.thread is not threading.current_thread():
                 slot.thread.join()
@@ -147,15 +150,15 @@ class ScorerPool:
         if self._closed:
             raise RuntimeError("this ScorerPool is closed")
 
-    def _drop_queued(self) -> None:
+    def _drop_queued(self) -> list[tuple[Any, int, Any]]:
+        dropped = []
         while True:
             try:
                 task = self._tasks.get_nowait()
             except queue.Empty:
-                return
+                return dropped
             if task is not None:
-                task[0].finish(task[1], ItemFailure("scoring cancelled: the pool was closed", infrastructure=True),
-                               task[2])
+                dropped.append(task)
 
     def _answered(self) -> None:
         self._room.release()
