@@ -223,7 +223,7 @@ class Env:
         scaling = getattr(self, "scaling_config", None) or ScalingConfig()
         if isinstance(ds, LocalDataset):  # in this process, on the backend `setup` built
             return ds.map_batches(GenerateBatch, fn_constructor_args=(self, self.backend or model, scaling, self.sampling),
-                                  batch_size=scaling.batch_size, batch_format="pyarrow")
+                                  batch_size=scaling.batch_size, batch_format="pyarrow", progress="generate")
         import ray.data
 
         return ds.map_batches(
@@ -332,8 +332,12 @@ class Env:
         ambiguous": use `batch_format="pandas"` and `g["score"].max()` (scored only) or
         `g["score"].fillna(0.0).max()` (failed samples count as wrong).
         """
+        from skyeval.envs.local import LocalDataset
+
         if isinstance(ds_or_item, dict):
             return RowScorer(self).score(ds_or_item)
+        if isinstance(ds_or_item, LocalDataset):  # in this process, with a bar on a terminal
+            return ds_or_item.map_batches(RowScorer(self), batch_size=64, batch_format="pyarrow", progress="score")
         return ds_or_item.map_batches(RowScorer(self), batch_format="pyarrow")
 
     # ---- saving -------------------------------------------------------------------------

@@ -85,16 +85,20 @@ class LocalDataset:
 
     def map_batches(self, fn: Any, *, batch_size: int | None | str = "default", batch_format: str = "default",
                     fn_args: tuple = (), fn_kwargs: dict | None = None, fn_constructor_args: tuple = (),
-                    fn_constructor_kwargs: dict | None = None, **ray_options: Any) -> "LocalDataset":
+                    fn_constructor_kwargs: dict | None = None, progress: str | None = None,
+                    **ray_options: Any) -> "LocalDataset":
         """`fn` on batches of `batch_size` rows ("pyarrow", "pandas" or numpy batches); a
         class is built once with `fn_constructor_args`. Ray's scheduling options
-        (`compute`, `concurrency`, `num_cpus` ...) have no meaning here and are ignored."""
+        (`compute`, `concurrency`, `num_cpus` ...) have no meaning here and are ignored.
+        `progress` names a bar shown on a terminal (stderr) while the step runs."""
         def step(blocks: list["pa.Table"]) -> list["pa.Table"]:
             call = fn(*fn_constructor_args, **(fn_constructor_kwargs or {})) if isinstance(fn, type) else fn
             size = 1024 if batch_size == "default" else batch_size
             out = []
-            for batch in _rebatch(blocks, size):
-                out.append(_to_arrow(call(_batch_as(batch, batch_format), *fn_args, **(fn_kwargs or {}))))
+            with _bar(progress, sum(block.num_rows for block in blocks)) as bar:
+                for batch in _rebatch(blocks, size):
+                    out.append(_to_arrow(call(_batch_as(batch, batch_format), *fn_args, **(fn_kwargs or {}))))
+                    bar.update(batch.num_rows)
             return out
 
         return self._then(step)
@@ -230,6 +234,26 @@ class LocalGroupedData:
             return [_to_arrow(fn(_batch_as(pa.Table.from_pylist(group), batch_format))) for _, group in self._groups()]
 
         return LocalDataset(rows)
+
+
+class _NoBar:
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def update(self, count: int) -> None:
+        pass
+
+
+def _bar(name: str | None, total: int) -> Any:
+    """A tqdm bar like the CLI's (`skyeval.run.recorder.Progress`) on a terminal, else nothing."""
+    if name is None or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=name, unit="problem" if name == "generate" else "sample", dynamic_ncols=True)
 
 
 def _rebatch(blocks: list["pa.Table"], size: int | None) -> Iterator["pa.Table"]:

@@ -104,3 +104,40 @@ def test_a_path_whose_suffix_contradicts_the_format_is_a_one_line_error(tmp_path
         env.save(LocalDataset.from_rows([{"id": "1"}]), tmp_path / path, format=format)
     assert "\n" not in str(err.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_small_run_shows_progress_bars_on_a_terminal_and_nothing_else(tmp_path):
+    import pty
+
+    program = """\
+from skyeval import SkyEnvBuilder
+from skyeval.backends.reference import ReferenceConfig
+env = SkyEnvBuilder.build("math500", {"limit": 5})
+env.setup(ReferenceConfig())
+print("MEAN", env.score(env.generate(env.read_dataset())).mean(on="score"))
+"""
+    (tmp_path / "run.py").write_text(program)
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal = pty.openpty()  # stderr is a terminal, as in an interactive shell...
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # ...of 120 columns
+    proc = subprocess.Popen([sys.executable, "run.py"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=terminal,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed: the program ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = proc.communicate(timeout=600)[0].decode()
+    os.close(controller)
+    assert proc.returncode == 0 and "MEAN 1.0" in out
+    text = shown.decode(errors="replace")
+    assert "generate" in text and "score" in text and "5/5" in text  # a bar per step, like the CLI's
+    assert "WARNING" not in text and "Traceback" not in text  # no Ray, no warnings
