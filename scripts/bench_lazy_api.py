@@ -1,7 +1,14 @@
-"""The Python API's best-of-N example at scale (a check, not a timed test).
+"""The Python API: small runs against the CLI, and the best-of-N example at scale.
 
+    SKYEVAL_DATA_DIR=../shared/data python scripts/bench_lazy_api.py --vs-cli   # README block vs CLI
     python scripts/bench_lazy_api.py --problems 250000 --n 4     # 1M sample rows
 
+`--vs-cli`: the README's Python block (read_dataset -> generate -> score -> mean -> save to
+one parquet file; the reference backend) and `python -m skyeval.cli evaluate +env=math500
+env.limit=K` (a fresh results dir each time), each as a fresh process, alternating, median
+of 3 wall times at K = 10 and 500 problems. Targets: <= 1.5x the CLI at 10, <= 1.2x at 500.
+
+Without it:
 Synthetic `a+b` problems in a JSONL file, the reference backend, an exact-match scorer
 (cheap, so the figures are the pipeline's own: reading, generation actors, scoring, the
 groupby shuffle, part-file writes). Runs the seed's example lazily:
@@ -18,7 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -72,11 +83,58 @@ class PeakRSS:
         self._thread.join()
 
 
+README_BLOCK = """\
+from skyeval import ReferenceConfig, SkyEnvBuilder
+
+env = SkyEnvBuilder.build("math500", {{"limit": {limit}}})
+env.setup(model_config=ReferenceConfig())
+ds = env.read_dataset()
+scored = env.score(env.generate(ds))
+print(scored.mean(on="score"))
+env.save(scored, "math500.parquet", format="parquet")
+"""
+
+
+def wall(argv: list[str], cwd: str) -> float:
+    start = time.monotonic()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+    return elapsed
+
+
+def vs_cli(rounds: int) -> None:
+    """The README block vs the CLI, fresh processes, median of `rounds`."""
+    targets = {10: 1.5, 500: 1.2}
+    print(f"README Python block vs CLI (math500, reference backend), median of {rounds}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for limit, target in targets.items():
+        api, cli = [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp, "readme_block.py")
+            script.write_text(README_BLOCK.format(limit=limit))
+            for round_ in range(rounds):
+                api.append(wall([sys.executable, str(script)], tmp))
+                cli.append(wall([sys.executable, "-m", "skyeval.cli", "evaluate", "+env=math500", f"env.limit={limit}",
+                                 f"logging.results_dir={tmp}/cli{round_}"], tmp))
+        ratio = statistics.median(api) / statistics.median(cli)
+        print(f"  {limit:4d} problems: Python {statistics.median(api):6.2f} s  CLI {statistics.median(cli):6.2f} s  "
+              f"ratio {ratio:.2f}x (target <= {target}x: {'met' if ratio <= target else 'NOT met'}); "
+              f"rounds Python {', '.join(f'{t:.2f}' for t in api)}; CLI {', '.join(f'{t:.2f}' for t in cli)}")
+    print(f"load average after {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", type=int, default=250_000)
     parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--vs-cli", action="store_true", help="time the README Python block against the CLI")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if args.vs_cli:
+        vs_cli(args.rounds)
+        return
     gib = 1 << 30
     with tempfile.TemporaryDirectory() as tmp, PeakRSS() as peak:
         folder = Path(tmp)

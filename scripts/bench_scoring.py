@@ -2,8 +2,8 @@
 Data) vs a single-process math-verify loop.
 
 MATH-500's reference solutions are repeated to --items items (default 4000) and scored
-three ways in one run: the CLI pipeline's scoring pool (`pipeline.ScorePool`: one worker
-process per core fed in batches; started and warmed up before timing), skyeval's Ray Data stage (`Env.score`, every core; Ray start-up,
+three ways in one run: the CLI pipeline's scoring pool (`pipeline.scoring_pool`: one worker
+process per core fed from one queue; started and warmed up before timing), skyeval's Ray Data stage (`Env.score`, every core; Ray start-up,
 dataset creation and one warm-up pass that imports math-verify in the workers happen
 before timing; the result is materialised with `take_all()`), and a plain loop of
 `math_verify.parse` + `verify` in this process (imported and warmed up before timing).
@@ -46,21 +46,21 @@ def skyeval_rate(env, items: list[dict]) -> tuple[float, float]:
 
 def pool_rate(env, items: list[dict]) -> tuple[float, float]:
     """(items/s, accuracy) of the CLI's scoring pool (one worker process per core)."""
-    from skyeval.run.scoring import ScorePool
+    from skyeval.run.pipeline import scoring_pool
 
     scores: list[float] = []
-    pool = ScorePool(env, lambda row, result: scores.append(result["score"] or 0.0))
+    pool = scoring_pool(env)
+    on_done = lambda row, result: scores.append(result["score"] or 0.0)  # noqa: E731
     for item in items[: 64 * pool.workers]:  # warm-up: every worker imports math-verify
-        pool.submit(item)
-    pool.flush()
-    for future in list(pool._pending):
-        future.result()
+        pool.submit(item, on_done)
+    pool.drain()
     scores.clear()
     start = time.perf_counter()
     for item in items:
-        pool.submit(item)
-    pool.close()
+        pool.submit(item, on_done)
+    pool.drain()
     elapsed = time.perf_counter() - start
+    pool.close()
     return len(scores) / elapsed, sum(scores) / len(scores)
 
 

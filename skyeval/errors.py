@@ -50,6 +50,12 @@ class ClusterError(SkyevalError):
     re-running the same command resumes the rest."""
 
 
+class InfrastructureError(SkyevalError, RuntimeError):
+    """Scoring could not run: worker processes could not start, or the pool broke. Never a
+    score: the caller gets this error, a run records the samples as failures with
+    `error_type: infrastructure` and the next run of the same command re-scores them."""
+
+
 def require(module: str, install: str, needed_by: str = "this backend") -> None:
     """Fail early, naming what to install, when an optional dependency is missing (the
     module is looked up, not imported)."""

@@ -12,7 +12,8 @@ from typing import Any, Iterable, Iterator
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams
 from skyeval.envs.base import Env
 from skyeval.results import RunFolder
-from skyeval.run import pipeline, recorder, scoring
+from skyeval.run import pipeline, recorder
+from skyeval.scorers.pool import QUEUE_PER_WORKER
 
 
 class Tracked(dict):
@@ -101,23 +102,20 @@ def test_scoring_overlaps_generation_and_a_slow_scorer_only_stalls_it_once_the_q
     folder = RunFolder(tmp_path / "run")
     folder.claim({})
     env = make_env(400, 1, WindowBackend(), gate=str(gate))
+    pool = pipeline.scoring_pool(env, 1)
     done: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: done.update(outcome=pipeline.run(env, folder, "evaluate", score_workers=1)))
+    thread = threading.Thread(target=lambda: done.update(outcome=pipeline.run(env, folder, "evaluate", pool=pool)))
     thread.start()
-    deadline = time.monotonic() + 60
-    previous = -1
-    while time.monotonic() < deadline:  # wait until generation stops moving: the queue is full
-        time.sleep(1.0)
+    try:
+        assert pool.held_back.wait(300)  # the queue is full: generation waits for room
         generated = lines(folder, "generations")
-        if generated == previous and generated > 0:
-            break
-        previous = generated
-    assert lines(folder, "scores") == 0  # the scorer is still blocked...
-    capacity = 2 * 1 * scoring.SCORE_BATCH  # ...with two batches in flight for one worker
-    assert capacity <= generated <= capacity + 2 * scoring.SCORE_BATCH  # generation went on, then held back
-    assert generated < 400
-    gate.touch()
-    thread.join(120)
+        assert lines(folder, "scores") == 0  # the scorer is still blocked...
+        # ...with the queue's items in flight, and the one being submitted written already
+        assert pool.queue_size <= generated <= pool.queue_size + 1 < 400
+    finally:
+        gate.touch()
+        thread.join(300)
+        pool.close()
     outcome = done["outcome"]
     assert outcome.scored == 400 and outcome.failed == 0
     assert outcome.metrics_summary["accuracy"] == 1.0
@@ -143,7 +141,7 @@ def test_driver_holds_a_window_of_problems_not_the_run(tmp_path):
         recorder.Recorder.score = original
     assert outcome.scored == 6000
     # problems alive at once: the backend's window plus the scoring queue's, never the 3000
-    queue_problems = (2 * 2 + 1) * scoring.SCORE_BATCH // 2
+    queue_problems = QUEUE_PER_WORKER * 2 // 2
     assert Tracked.peak <= backend.window + queue_problems + 4
     assert max(held) <= 2 * (queue_problems + backend.window)  # the accumulator's open samples
 
@@ -200,3 +198,38 @@ def test_score_stage_replaces_scores_and_needs_no_backend(tmp_path):
         assert outcome.scored == 10 and lines(folder, "scores") == 10
     per_problem = [json.loads(line) for p in folder.dir("scores").glob("*per_problem*") for line in p.open()]
     assert sorted(r["id"] for r in per_problem) == [f"p{i}" for i in range(5)]
+
+
+class UnloadableEnv(SyntheticEnv):
+    """Its scoring workers cannot start while `broken` exists: unpickling it there fails."""
+
+    def __init__(self, count: int, broken: str, **kwargs: Any) -> None:
+        super().__init__(count, **kwargs)
+        self.broken = broken
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if Path(state["broken"]).exists():
+            raise RuntimeError("scoring worker cannot load its env")
+        self.__dict__.update(state)
+
+
+def test_samples_the_pool_could_not_score_fail_as_infrastructure_and_the_rerun_scores_them(tmp_path):
+    broken = tmp_path / "broken"
+    broken.touch()
+    folder = RunFolder(tmp_path / "run")
+    folder.claim({})
+    env = UnloadableEnv(3, str(broken))
+    env.sampling, env.backend = SamplingParams(n=2), WindowBackend()
+    outcome = pipeline.run(env, folder, "evaluate", score_workers=2)
+    assert outcome.scored == 0 and outcome.failed == 6  # never a score of 0
+    failures = list(folder.records("failures"))
+    assert {(r["stage"], r["error_type"]) for r in failures} == {("score", "infrastructure")}
+    assert "cannot load its env" in failures[0]["message"]
+    broken.unlink()
+    backend = WindowBackend()
+    env = UnloadableEnv(3, str(broken))
+    env.sampling, env.backend = SamplingParams(n=2), backend
+    again = pipeline.run(env, folder, "evaluate", score_workers=2)
+    assert backend.pulled == 0  # re-scored, not re-generated
+    assert again.scored == 6 and again.failed == 0 and again.metrics_summary["accuracy"] == 1.0
+    assert list(folder.records("failures")) == []

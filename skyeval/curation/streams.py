@@ -54,27 +54,72 @@ def _rows(path: Path, batch: int) -> Iterator[Any]:
 def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, workers: int = 0,
                initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> Iterator[tuple[list[Any], Any]]:
     """(chunk, `fn(chunk, *args)`) in input order. `workers` processes work in parallel (0: one
-    per core; 1: in this process); at most 2 chunks per worker are in flight."""
+    per core; 1: in this process); at most 2 chunks per worker are in flight. The workers
+    never run the caller's main module (`skyeval.scorers.workers`): `fn` and `initializer`
+    must be importable from a module. `fn` raising is re-raised here; a worker that dies is
+    an InfrastructureError."""
     workers = workers or os.cpu_count() or 1
     if workers == 1:
+        if initializer is not None:
+            initializer(*initargs)
         for chunk in chunks:
             yield chunk, fn(chunk, *args)
         return
-    import multiprocessing
     from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=initializer, initargs=initargs) as pool:
+    from skyeval.errors import InfrastructureError
+    from skyeval.scorers.workers import Worker
+
+    pool: list[Worker] = []
+    try:
+        pool = [Worker(_map_worker, fn, args, initializer, initargs, name="skyeval-chunk-map") for _ in range(workers)]
+        for worker in pool:
+            worker.started()
         pending: deque = deque()
-        for chunk in chunks:
-            pending.append((chunk, pool.submit(fn, chunk, *args)))
+
+        def answer() -> tuple[list[Any], Any]:
+            chunk, worker = pending.popleft()
+            try:
+                ok, value = worker.conn.recv()
+            except (EOFError, OSError):
+                raise InfrastructureError(f"a chunk worker died (exit code {worker.process.wait()})") from None
+            if not ok:
+                raise value
+            return chunk, value
+
+        for number, chunk in enumerate(chunks):
+            worker = pool[number % workers]  # round robin: a worker's answers come back in its order
+            worker.conn.send(chunk)
+            pending.append((chunk, worker))
             if len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                yield done, future.result()
+                yield answer()
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            yield answer()
+    finally:
+        for worker in pool:
+            try:
+                worker.conn.send(None)
+            except OSError:
+                pass
+        for worker in pool:
+            if not worker.join(5.0):
+                worker.terminate()
+            worker.conn.close()
+
+
+def _map_worker(conn: Any, fn: Callable[..., Any], args: tuple, initializer: Callable[..., None] | None,
+                initargs: tuple) -> None:
+    if initializer is not None:
+        initializer(*initargs)
+    while (chunk := conn.recv()) is not None:
+        try:
+            reply = (True, fn(chunk, *args))
+        except Exception as err:  # noqa: BLE001 - raised again in the parent
+            reply = (False, err)
+        try:
+            conn.send(reply)
+        except Exception as err:  # noqa: BLE001 - an unpicklable result or exception
+            conn.send((False, RuntimeError(f"a chunk worker could not send its answer: {err!r}")))
 
 
 def as_dict(row: Any) -> dict[str, Any]:

@@ -168,14 +168,27 @@ class Env:
             raise ValueError(f"env {self.name!r} produced duplicate problem ids")
         return problems
 
-    def read_dataset(self) -> "ray.data.Dataset":
-        """The problems as a lazy Ray Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work):
-        nothing is read until it is consumed, then rows stream in blocks from parallel read
-        tasks (JSONL byte ranges, parquet row groups, hub row ranges); `limit` is
-        `ds.limit`. Rows keep the file order (the Dataset preserves order; set
-        `ds.context.execution_options.preserve_order = False` to trade it for speed).
-        Envs with a layout of their own (aime25's MathArena folders, APPS problem folders)
-        are read by one task streaming `load_rows()`."""
+    def read_dataset(self, engine: str | None = None) -> "ray.data.Dataset":
+        """The problems as a lazy Dataset (`ds.limit`, `ds.filter`, `ds.groupby` work).
+
+        `engine`: "ray" (a `ray.data.Dataset`: rows stream in blocks from parallel read
+        tasks, JSONL byte ranges, parquet row groups, hub row ranges), "local" (a
+        `skyeval.envs.local.LocalDataset`: the same API and rows, in this process,
+        without starting Ray) or "auto" (the default, or $SKYEVAL_DATASET_ENGINE): Ray
+        when a cluster is named (RAY_ADDRESS), Ray is already running here, or the env has
+        more than `LOCAL_MAX_PROBLEMS` problems; else local. `limit` is `ds.limit`. Rows
+        keep the file order. Envs with a layout of their own (aime25's MathArena folders,
+        APPS problem folders) are read by one task streaming `load_rows()`."""
+        import itertools
+
+        from skyeval.envs.local import LOCAL_MAX_PROBLEMS, LocalDataset, choose_engine
+
+        engine = choose_engine(engine)
+        if engine != "ray":
+            wanted = self.limit if engine == "local" else LOCAL_MAX_PROBLEMS + 1
+            problems = list(itertools.islice(self.iter_problems(), wanted))
+            if engine == "local" or len(problems) <= LOCAL_MAX_PROBLEMS:
+                return LocalDataset.from_rows(problems)
         from skyeval.envs.dataset import read_problems
 
         self.check_window()
@@ -255,14 +268,18 @@ class Env:
         `scaling_config.batch_size` problems; a failed sample is a row with `error` set.
         Every consumption runs the chain again, generation included: `env.save` it once
         (or `materialize()` a small one) before computing several figures from it."""
-        import ray.data
-
-        from skyeval.envs.dataset import GenerateBatch
+        from skyeval.envs.batches import GenerateBatch
+        from skyeval.envs.local import LocalDataset
 
         model = getattr(self, "model_config", None) or self.backend
         if model is None:
             raise ConfigError("call env.setup(model_config=...) before generating")
         scaling = getattr(self, "scaling_config", None) or ScalingConfig()
+        if isinstance(ds, LocalDataset):  # in this process, on the backend `setup` built
+            return ds.map_batches(GenerateBatch, fn_constructor_args=(self, self.backend or model, scaling, self.sampling),
+                                  batch_size=scaling.batch_size, batch_format="pyarrow", progress="generate")
+        import ray.data
+
         return ds.map_batches(
             GenerateBatch,
             fn_constructor_args=(self, model, scaling, self.sampling),
@@ -361,10 +378,11 @@ class Env:
                     item_timeout_s: float = 60.0) -> list[dict[str, Any]]:
         """`score_item` of every item (each with `generation` and the env's `required_keys`),
         in order, in parallel on `scorer_pool`. Never raises on a generation: an item that
-        ran past `item_timeout_s`, crashed its worker or made the scorer raise scores 0.0
-        with the reason in `score_error` (None on the others). A missing key, a generation
+        ran past `item_timeout_s`, crashed its worker twice or made the scorer raise scores
+        0.0 with the reason in `score_error` (None on the others). A missing key, a generation
         that is not a string or a malformed gold (`check_gold`: GoldError) is the caller's
-        error (a ValueError), raised before anything is scored."""
+        error (a ValueError), raised before anything is scored; workers that cannot score at
+        all (they could not start) raise InfrastructureError, never a 0."""
         from skyeval.scorers.pool import ItemFailure
 
         items = list(items)
@@ -398,23 +416,45 @@ class Env:
         ambiguous": use `batch_format="pandas"` and `g["score"].max()` (scored only) or
         `g["score"].fillna(0.0).max()` (failed samples count as wrong).
         """
+        from skyeval.envs.local import LocalDataset
+
         if isinstance(ds_or_item, dict):
             return RowScorer(self).score(ds_or_item)
+        if isinstance(ds_or_item, LocalDataset):  # in this process, with a bar on a terminal
+            return ds_or_item.map_batches(RowScorer(self), batch_size=64, batch_format="pyarrow", progress="score")
         return ds_or_item.map_batches(RowScorer(self), batch_format="pyarrow")
 
     # ---- saving -------------------------------------------------------------------------
-    def save(self, ds: "ray.data.Dataset", path: str | os.PathLike, format: str = "jsonl") -> Path:
-        """Write a Dataset into the run-folder layout under `path` with Ray Data's writer
-        (part files, written as rows stream in): `generations/` (samples generated),
-        `scores/` (rows with a non-null score), `failures/` (failed generations and null
-        scores, with the error and `stage`), and `logs.txt` (rows per folder). A scored
-        row lands in exactly one of scores/ or failures/. `format`: "jsonl" or "json"
-        (both JSON Lines, `part-*.jsonl`, what Ray's `write_json` writes too; readable by
-        `skyeval.results.iter_records`) or "parquet". Returns `path`."""
-        from skyeval.envs.dataset import RunFolderSink, check_empty, check_format
+    def save(self, ds: "ray.data.Dataset", path: str | os.PathLike, format: str | None = None) -> Path:
+        """Write a Dataset (a Ray Dataset or the in-process one `read_dataset` returns for
+        small data). Returns `path`.
 
-        check_format(format)
+        - A path ending in `.jsonl` or `.parquet` is ONE file of every row (scored or
+          not, with `score` and `score_error`), that `pandas.read_parquet` /
+          `read_json(lines=True)` and `datasets` read; it is replaced if it exists.
+        - Any other path is a folder in the run-folder layout, written as part files as
+          rows stream in: `generations/` (samples generated), `scores/` (rows with a
+          non-null score), `failures/` (failed generations and null scores, with the error
+          and `stage`), and `logs.txt` (rows per folder). A scored row lands in exactly
+          one of scores/ or failures/. `format`: "jsonl" (the default) or "json" (both
+          JSON Lines, `part-*.jsonl`, readable by `skyeval.results.iter_records`) or
+          "parquet".
+
+        `format` may be left out for a file (the suffix says it); one that contradicts the
+        suffix is a ConfigError."""
+        from skyeval.envs.saving import save_target, write_file
+
+        single, format = save_target(path, format)
         path = Path(path).resolve()  # Ray workers write it, from another working directory
+        if single:
+            write_file(ds.iter_batches(batch_size=None, batch_format="pyarrow"), path, format)
+            return path
+        if getattr(ds, "save_folder", None) is not None:  # the in-process Dataset
+            ds.save_folder(path, format)
+            return path
+        from skyeval.envs.dataset import RunFolderSink
+        from skyeval.envs.saving import check_empty
+
         check_empty(path)
         ds.write_datasink(RunFolderSink(path, format))
         return path

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyeval.errors import ConfigError, GoldError
+from skyeval.errors import ConfigError, GoldError, InfrastructureError
 from skyeval.reward.components import COMPONENTS, RewardConfig
 from skyeval.reward.scoring import Reward
 
@@ -82,6 +82,8 @@ def build_app(reward: Reward, max_batch: int = 4096, max_body_mb: float = 64.0) 
             results = await run_in_threadpool(reward.score, completions, labels, prompts=prompts)
         except GoldError as err:  # a malformed label: the caller's error, never a silent 0
             return JSONResponse({"error": str(err)}, status_code=422)
+        except InfrastructureError as err:  # the scorer could not run: never a reward of 0
+            return JSONResponse({"error": f"scoring unavailable: {str(err).splitlines()[0]}"}, status_code=503)
         rewards = [r["reward"] for r in results]
         return JSONResponse({"rewards": rewards, "scores": rewards,
                              "extra_logs": {name: [r[name] for r in results] for name in COMPONENTS},

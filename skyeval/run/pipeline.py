@@ -2,8 +2,10 @@
 
 Problems are read lazily and handed to the backend as a generator; each result is written
 to a part file as it completes and, for `evaluate`, scored on a pool of worker processes
-while generation goes on (`skyeval.run.scoring`: a bounded queue, so a slow scorer holds
-generation back only once the queue is full). A cluster backend (ray: `generate_recorded`)
+while generation goes on (`skyeval.scorers.pool.ScorerPool`: a bounded queue, so a slow
+scorer holds generation back only once the queue is full). A sample the pool could not
+score (its workers could not start) fails with `error_type: infrastructure`, and the next
+run of the same command scores it again. A cluster backend (ray: `generate_recorded`)
 writes and scores on its workers instead (`skyeval.run.records.WorkerSink`), and the driver
 counts the notes they send back. Metrics accumulate incrementally. Memory is O(in-flight
 window), never O(samples): resume looks up 8-byte key hashes, not records.
@@ -23,7 +25,7 @@ from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
 from skyeval.config.schema import STAGES
-from skyeval.envs.base import Env
+from skyeval.envs.base import Env, RowScorer
 from skyeval.errors import ClusterError
 from skyeval.grading import GradingConfig
 from skyeval.metrics import MetricsAccumulator
@@ -32,9 +34,16 @@ from skyeval.run.judging import RunJudging
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
-from skyeval.run.scoring import ScorePool
+from skyeval.scorers.pool import ItemFailure, ScorerPool
 
 log = logging.getLogger("skyeval")
+
+ITEM_TIMEOUT_S = 600.0  # a backstop per sample: scorers bound their own work (code tests, math-verify)
+
+
+def scoring_pool(env: Env, workers: int | None = None) -> ScorerPool:
+    """A run's scoring pool: `RowScorer.outcome` of each row, on worker processes."""
+    return ScorerPool(RowScorer(env).outcome, workers, item_timeout_s=ITEM_TIMEOUT_S)
 
 
 @dataclass
@@ -74,13 +83,15 @@ class RunOutcome:
 
 def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False, shard: Shard | None = None,
         metrics: MetricsAccumulator | None = None, score_workers: int | None = None,
-        grading: GradingConfig | None = None) -> RunOutcome:
+        grading: GradingConfig | None = None, pool: ScorerPool | None = None) -> RunOutcome:
     """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`,
-    resuming whatever earlier runs of the same config left there. `grading` (a mode other
-    than off) adds the judge step after scoring (`skyeval.run.judging`)."""
+    resuming whatever earlier runs of the same config left there. Scoring runs on `pool`
+    when given (left open), else on a `scoring_pool(env, score_workers)` of its own.
+    `grading` (a mode other than off) adds the judge step after scoring (`skyeval.run.judging`)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers, grading).run()
+    return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers, grading,
+                     pool).run()
 
 
 class _Pipeline:
@@ -89,7 +100,7 @@ class _Pipeline:
 
     def __init__(self, env: Env, folder: RunFolder, stage: str, retry_failures: bool, shard: Shard,
                  metrics: MetricsAccumulator | None, score_workers: int | None,
-                 grading: GradingConfig | None = None) -> None:
+                 grading: GradingConfig | None, pool: ScorerPool | None) -> None:
         self.env, self.folder, self.stage, self.shard = env, folder, stage, shard
         self.retry_failures, self.score_workers, self.n = retry_failures, score_workers, env.sampling.n
         self.earlier = EarlierRecords(folder, stage)
@@ -116,7 +127,11 @@ class _Pipeline:
         judged = grading is not None and grading.active and stage != "generate"
         self.judging = RunJudging(grading, folder, self.record_score, prefix=shard.prefix,
                                   grade_truncated=getattr(env, "grade_truncated", False)) if judged else None
-        self.pool = self._score_pool() if stage != "generate" and not self.on_workers else None
+        self.own_pool = pool is None
+        self.pool = pool
+        if pool is None and stage != "generate" and not self.on_workers:
+            self.pool = scoring_pool(env, score_workers)
+        self.unscorable = 0  # samples the pool could not score (infrastructure)
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
 
     def run(self) -> RunOutcome:
@@ -141,8 +156,7 @@ class _Pipeline:
             self.outcome.interrupted, self.outcome.lost = True, err
             log.error("%s", err)
         finally:
-            if self.pool is not None:
-                self.pool.close(cancel=self.outcome.interrupted)
+            self.stop_scoring()
             if self.judging is not None:
                 self.judging.close(cancel=self.outcome.interrupted)
             self.progress.close()
@@ -273,7 +287,7 @@ class _Pipeline:
         if result.ok:
             self.outcome.generated += 1
             if self.pool is not None and entry is not None:
-                self.pool.submit({**entry[0], **{k: v for k, v in record.items() if k != "prompt"}})
+                self.pool.submit({**entry[0], **{k: v for k, v in record.items() if k != "prompt"}}, self.on_scored)
         else:
             self.warn_failed(result.id, result.error_type, result.error)
         if entry is not None:
@@ -303,19 +317,37 @@ class _Pipeline:
         finally:
             self.env.backend.close()
 
-    def _score_pool(self) -> ScorePool:
-        return ScorePool(self.env, self.judging.submit if self.judging is not None else self.record_score,
-                         self.score_workers)
+    def on_scored(self, row: dict[str, Any], result: Any) -> None:
+        """A pool's answer for one row: its score (through the judge step, when on) or failure record."""
+        if isinstance(result, ItemFailure):
+            self.unscorable += result.infrastructure
+            self.record_score(row, {"score": None, "score_error": result.reason, "infrastructure": result.infrastructure})
+        elif self.judging is not None:
+            self.judging.submit(row, result)
+        else:
+            self.record_score(row, result)
 
     def record_score(self, row: dict[str, Any], result: dict[str, Any]) -> None:
         self.recorder.record(*scored(row, result))
+
+    def stop_scoring(self) -> None:
+        """Wait for the queued samples (or, interrupted, drop them: a re-run scores them)."""
+        try:
+            if self.pool is not None and not self.outcome.interrupted:
+                self.pool.drain()
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+            log.warning("interrupted: finished samples are saved; re-run the same command to resume")
+        finally:
+            if self.pool is not None and (self.own_pool or self.outcome.interrupted):
+                self.pool.close(cancel=self.outcome.interrupted)
 
     def score_saved(self) -> None:
         """Score saved generations that have no score yet (a crash between generating and
         scoring, or the `score` stage), streaming them from the earlier part files. Holds the
         problems concerned: all of them for the `score` stage."""
         log.info("scoring saved generations of %d problems", len(self.rescore))
-        self.pool = self.pool or self._score_pool()
+        self.pool = self.pool or scoring_pool(self.env, self.score_workers)
         for record in self.earlier.generations():
             key = key_of(record)
             problem = self.rescore.get(key[0])
@@ -325,7 +357,7 @@ class _Pipeline:
             if self.stage != "score" and record.get("prompt_hash") not in (None, made[0]):
                 continue  # an older generation of another prompt, kept beside the one to score
             if not self.earlier.done(key, self.stage, self.retry_failures, made):
-                self.pool.submit({**problem, **record})
+                self.pool.submit({**problem, **record}, self.on_scored)
 
     # ---- reconcile ----------------------------------------------------------------------------
     def finish(self) -> RunOutcome:
@@ -349,6 +381,9 @@ class _Pipeline:
             path.unlink(missing_ok=True)
         log.info("%s %d samples of %d problems in %.1fs: %d scored, %d failed", self.stage, outcome.samples,
                  outcome.problems, time.monotonic() - self.progress.start, outcome.scored, outcome.failed)
+        if self.unscorable:
+            log.error("%d samples could not be scored (scoring workers could not run): they are in failures/ "
+                      "with error_type infrastructure; re-run the same command to score them", self.unscorable)
         if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
             log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
                      "that selection: kept, not counted (summary.json, report, compare and the viewer read "

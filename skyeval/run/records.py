@@ -43,9 +43,11 @@ def generated(result: GenerationResult, prompt: Any) -> tuple[str, dict[str, Any
 
 def scored(row: dict[str, Any], outcome: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """("scores", record) for a scored row (`RowScorer.outcome`), ("failures", record) when
-    it could not be scored."""
+    it could not be scored: `error_type` "infrastructure" when the scoring pool, not the
+    sample, was at fault (`outcome["infrastructure"]`), so that a re-run scores it again."""
     if outcome.get("score_error"):
-        return "failures", failure(row["id"], row["sample_idx"], "score", "ScorerError", outcome["score_error"])
+        error_type = "infrastructure" if outcome.get("infrastructure") else "ScorerError"
+        return "failures", failure(row["id"], row["sample_idx"], "score", error_type, outcome["score_error"])
     keep = {k: v for k, v in row.items() if k not in _NOT_IN_SCORES}
     return "scores", {**keep, **{k: v for k, v in outcome.items() if k != "score_error"}}
 

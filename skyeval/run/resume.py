@@ -102,8 +102,9 @@ class EarlierRecords:
             scored_as.append(key_hash(made_from(key, r.get("prompt_hash"), r.get("gold_hash"))))
         self.generated, self.generated_as = KeySet(hashes=generated), KeySet(hashes=generated_as)
         self.scored, self.scored_as = KeySet(hashes=scored), KeySet(hashes=scored_as)
+        # score failures of the infrastructure (workers that could not run) are scored again
         fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures", self.unreadable["failures"])
-                 if not (rescore and r.get("stage") == "score")]
+                 if not ((rescore or r.get("error_type") == "infrastructure") and r.get("stage") == "score")]
         # samples whose generation line is torn: generated again, whatever else they have
         self.torn_generations = KeySet(k for keys in self.unreadable["generations"].keys.values() for k in keys)
         self.failed_generating = KeySet(k for k, gen in fails if gen)

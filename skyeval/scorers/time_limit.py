@@ -2,19 +2,20 @@
 
 In the main thread a ``SIGALRM`` interval timer interrupts the call in-process. Other
 threads cannot receive signals, so there the call runs in a reused worker process
-(``spawn`` context); a worker that overruns is killed and replaced at once. As with any
-``spawn`` user, scripts need the ``if __name__ == "__main__":`` guard.
+(``skyeval.scorers.workers``: it never imports the caller's main module); a worker that
+overruns is killed and replaced at once.
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from skyeval.scorers.workers import Worker
 
 T = TypeVar("T")
 
@@ -77,7 +78,6 @@ def _call_with_alarm(fn: Callable[..., T], args: tuple, timeout_s: float) -> T:
 
 def _serve(conn: Any) -> None:
     """Worker loop: receive (fn, args), send back (ok, result or exception)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
             fn, args = conn.recv()
@@ -110,13 +110,8 @@ class WorkerDied(RuntimeError):
 
 class _Worker:
     def __init__(self, warmup: Callable[[], None] | None) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=_serve, args=(child,), daemon=True, name="skyeval-time-limit"
-        )
-        self.process.start()
-        child.close()
+        self.process = Worker(_serve, name="skyeval-time-limit")
+        self.conn = self.process.conn
         self.warmed: set[Callable[[], None]] = set()
         self._starting: Callable[[], None] | None = warmup or _no_op
         self.conn.send((self._starting, ()))  # the worker imports in the background
@@ -125,6 +120,7 @@ class _Worker:
         """Wait for start-up, then run ``warmup`` once per worker; both outside the limit."""
         if self._starting is not None:
             starting, self._starting = self._starting, None
+            self.process.started(STARTUP_TIMEOUT_S)
             _unwrap(self.reply(STARTUP_TIMEOUT_S))
             self.warmed.add(starting)
         if warmup is not None and warmup not in self.warmed:
@@ -144,8 +140,6 @@ class _Worker:
 
     def kill(self) -> None:
         self.process.kill()
-        self.process.join()
-        self.conn.close()
 
 
 class _WorkerPool:

@@ -1,4 +1,7 @@
-"""ScorerPool: a persistent, thread-safe pool with a bound per item (skyeval/scorers/pool.py)."""
+"""ScorerPool: the one pool of scoring processes (skyeval/scorers/pool.py): persistent,
+thread-safe, a bound per item, a worker that dies once replaced and its item tried again,
+workers that cannot start an InfrastructureError (never a score), and the streaming side
+the run pipeline uses (submit, held_back, drain, close(cancel=True))."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from skyeval.errors import InfrastructureError
 from skyeval.scorers.pool import ItemFailure, ScorerPool
 
 
@@ -19,6 +23,16 @@ def work(item):
         time.sleep(value)
     elif kind == "die":
         os._exit(value)
+    elif kind == "die_once":  # the first worker to take it dies; the retry scores it
+        flag = Path(value)
+        if not flag.exists():
+            flag.touch()
+            os._exit(9)
+        return {"value": "retried", "pid": os.getpid()}
+    elif kind == "gate":  # wait (up to 120 s) for a file
+        deadline = time.monotonic() + 120
+        while not Path(value).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     elif kind == "raise":
         raise ValueError(f"bad item {value}\nsecond line")
     elif kind == "meet":  # wait (up to 120 s) until two items are being scored at once
@@ -29,6 +43,20 @@ def work(item):
             time.sleep(0.05)
         return {"value": len(os.listdir(folder)), "pid": os.getpid()}
     return {"value": value, "pid": os.getpid()}
+
+
+def _refuse_to_load():
+    raise RuntimeError("this scorer cannot be loaded in a worker")
+
+
+class Unloadable:
+    """Pickles fine here, fails to unpickle in a worker: the workers cannot start."""
+
+    def __reduce__(self):
+        return (_refuse_to_load, ())
+
+    def __call__(self, item):
+        return item
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +99,70 @@ def test_an_item_within_the_bound_is_never_timed_out(pool):
 def test_a_dying_worker_or_a_raising_fn_fails_only_its_item(pool):
     results = pool.map([("ok", 1), ("die", 7), ("raise", 3), ("ok", 4)])
     assert results[0]["value"] == 1 and results[3]["value"] == 4
-    assert results[1] == ItemFailure("worker died while scoring (exit code 7)")
+    assert results[1] == ItemFailure("worker died twice while scoring this item (exit code 7)")
+    assert not results[1].infrastructure  # died twice running on it: the item's fault
     assert results[2] == ItemFailure("ValueError: bad item 3")  # one line
+
+
+def test_a_worker_that_dies_once_is_replaced_and_its_item_scored_on_the_new_one(pool, tmp_path):
+    before = pool.replaced
+    results = pool.map([("ok", 1), ("die_once", str(tmp_path / "died")), ("ok", 3)])
+    assert [r["value"] for r in results] == [1, "retried", 3]
+    assert (tmp_path / "died").exists() and pool.replaced == before + 1
+
+
+def test_workers_that_cannot_start_raise_never_score():
+    with ScorerPool(Unloadable(), 2, item_timeout_s=30) as p:
+        with pytest.raises(InfrastructureError, match="cannot be loaded in a worker"):
+            p.map([1, 2, 3])
+        assert p.closed and "cannot be loaded" in p.broken  # env.scorer_pool makes a new one
+        got: list = []
+        p.submit(4, lambda item, result: got.append((item, result)))
+        p.drain()
+    assert got[0][0] == 4 and isinstance(got[0][1], ItemFailure) and got[0][1].infrastructure
+
+
+def test_a_function_of_the_main_script_is_a_clear_error():
+    import __main__
+
+    def scorer(item):
+        return item
+
+    scorer.__module__ = __main__.__name__
+    with pytest.raises(TypeError, match="defined in the main script"):
+        ScorerPool(scorer, 1)
+
+
+def test_submit_holds_back_once_the_queue_is_full_and_drain_waits_for_every_item(tmp_path):
+    gate = tmp_path / "gate"
+    got: list = []
+    with ScorerPool(work, 1, item_timeout_s=300, queue_size=3) as p:
+        feeder = threading.Thread(target=lambda: [p.submit(("gate", str(gate)) if i == 0 else ("ok", i),
+                                                           lambda item, result: got.append(result))
+                                                  for i in range(6)])
+        feeder.start()
+        assert p.held_back.wait(120)  # the 4th submit waits: 3 items in flight, the first blocked
+        assert got == [] and feeder.is_alive()
+        gate.touch()
+        feeder.join(120)
+        p.drain()
+        assert not p.held_back.is_set()
+    assert [r["value"] for r in got] == [str(gate), 1, 2, 3, 4, 5]  # one worker: in order, none lost
+
+
+def test_close_with_cancel_stops_a_busy_worker_at_once_and_drops_the_queue(tmp_path):
+    got: list = []
+    p = ScorerPool(work, 1, item_timeout_s=300)
+    pid = p.map([("ok", 0)])[0]["pid"]
+    p.submit(("sleep", 600), lambda item, result: got.append(result))
+    p.submit(("ok", 1), lambda item, result: got.append(result))
+    deadline = time.monotonic() + 60
+    while p._tasks.qsize() and time.monotonic() < deadline:  # the worker took the sleeper
+        time.sleep(0.01)
+    p.close(cancel=True)  # returns without waiting 600 s
+    assert got == []  # abandoned, not reported: a re-run scores them
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_calls_from_many_threads_each_get_their_own_results(pool):

@@ -1,0 +1,181 @@
+"""Worker processes that never run the caller's main module.
+
+`multiprocessing`'s spawn re-imports the parent's `__main__` in every child: a script
+without an `if __name__ == "__main__":` guard runs again (or dies), and stdin or a notebook
+cell cannot be re-imported at all. A `Worker` is instead a fresh `python -c` bootstrap (a
+subprocess of `sys.executable`) that gets the parent's `sys.path`, then its pickled target
+and arguments over a `multiprocessing` Connection, and runs `target(conn, *args)`. So a
+target must be importable by name from a module: one defined in `__main__` is refused in
+the parent, with a clear error.
+
+A worker ignores Ctrl-C (SIGINT: the parent's to handle), turns SIGTERM into a clean exit
+(`SystemExit`, so `finally` blocks run and a sandbox it started is killed), and exits when
+its parent dies. Every pool of the package (`ScorerPool`, `time_limit`, curation's
+`streams.map_chunks`) starts its workers here.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+from skyeval.errors import InfrastructureError
+
+STARTUP_TIMEOUT_S = 120.0  # interpreter start and the target's imports, on a loaded machine
+
+# Stdlib only until the parent's sys.path is in place.
+_BOOTSTRAP = (
+    "import sys\n"
+    "from multiprocessing.connection import Connection\n"
+    "conn = Connection(int(sys.argv[1]))\n"
+    "sys.path[:] = conn.recv()\n"
+    "from skyeval.scorers.workers import _run\n"
+    "_run(conn, int(sys.argv[2]))\n"
+)
+
+
+class Worker:
+    """`target(conn, *args)` in a fresh interpreter; `conn` is this side's Connection.
+
+    `started(timeout_s)` waits until the worker has unpickled its target (imports done)
+    and raises InfrastructureError when it could not start."""
+
+    def __init__(self, target: Callable[..., Any], *args: Any, name: str = "skyeval-worker") -> None:
+        payload = dumps((target, args), what=name)
+        ours, theirs = socket.socketpair()
+        self.name = name
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOTSTRAP, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+        except OSError as err:
+            ours.close()
+            raise InfrastructureError(f"{name}: could not start a worker process: {err}") from None
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self._started = False
+        try:
+            self.conn.send(list(sys.path))
+            self.conn.send_bytes(payload)
+        except OSError:
+            pass  # it died at once: `started` says why
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.process.poll()
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def started(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait for the worker's "started"; InfrastructureError if it failed or took too long."""
+        if self._started:
+            return
+        deadline = time.monotonic() + timeout_s
+        while not self.conn.poll(0.2):
+            if not self.is_alive():
+                self.kill()
+                raise InfrastructureError(f"{self.name}: a worker process exited at start-up (exit code {self.exitcode})")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise InfrastructureError(f"{self.name}: a worker process did not start within {timeout_s:g} s")
+        try:
+            status, detail = self.conn.recv()
+        except (EOFError, OSError):
+            status, detail = "failed", f"exit code {self.process.wait()}"
+        if status != "started":
+            self.kill()
+            raise InfrastructureError(f"{self.name}: a worker process could not start: {detail}")
+        self._started = True
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait for the process to exit; whether it did."""
+        try:
+            self.process.wait(timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def terminate(self, grace_s: float = 2.0) -> None:
+        """SIGTERM (a clean exit: its `finally` blocks run), then SIGKILL after `grace_s`."""
+        if self.is_alive():
+            self.process.terminate()
+            if not self.join(grace_s):
+                self.process.kill()
+                self.process.wait()
+        self.conn.close()
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.process.kill()
+        self.process.wait()
+        self.conn.close()
+
+
+class _MainRefusingPickler(pickle.Pickler):
+    """Refuses functions and classes of `__main__`: a worker never imports the caller's main module."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if (isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__")) \
+                and getattr(obj, "__module__", None) == "__main__":
+            raise TypeError(
+                f"{getattr(obj, '__qualname__', obj)!r} is defined in the main script (__main__), which worker "
+                "processes never import: define it in a module and import it from there")
+        return NotImplemented
+
+
+def dumps(obj: Any, what: str = "worker") -> bytes:
+    """`obj` pickled for a worker; a clear TypeError for what a worker cannot import."""
+    buffer = io.BytesIO()
+    try:
+        _MainRefusingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except TypeError:
+        raise
+    except (pickle.PicklingError, AttributeError) as err:
+        raise TypeError(f"{what}: cannot send its work to a worker process: {err}") from None
+    return buffer.getvalue()
+
+
+def _run(conn: Connection, parent: int) -> None:
+    """The worker side: signals, the parent watch, the target."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    try:
+        target, args = pickle.loads(conn.recv_bytes())
+    except BaseException as err:  # noqa: BLE001 - told to the parent, then exit
+        conn.send(("failed", f"{type(err).__name__}: {err}".splitlines()[0][:500]))
+        sys.exit(3)
+    conn.send(("started", None))
+    try:
+        target(conn, *args)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the parent closed its end: nothing left to do
+
+
+def _exit_cleanly(signum: int, frame: Any) -> None:
+    sys.exit(0)
+
+
+def _watch_parent(parent: int) -> None:
+    """A worker outlives a SIGKILLed parent otherwise (blocked in an item, not in recv)."""
+    import signal
+
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -1,0 +1,117 @@
+"""Worker processes never run the caller's main module (skyeval/scorers/workers.py).
+
+Each case is a real Python process started the way users start one: a script without an
+`if __name__ == "__main__":` guard, `python -c`, stdin, a thread inside a larger program.
+The scores are compared with the CLI's and with known right and wrong answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HANG_S = 600  # a bound on hangs only: these take seconds
+
+REWARD = """\
+print("module level")
+from skyeval import reward
+print("REWARD", reward.trl("math500")(["p", "p"], ["\\\\boxed{2}", "\\\\boxed{3}"], answer=["2", "2"]))
+"""
+
+
+def python(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=HANG_S)
+
+
+def script(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "user_script.py"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("how", ["script", "-c", "stdin"])
+def test_a_reward_returns_right_and_wrong_from_a_guardless_script_c_and_stdin(tmp_path, how):
+    if how == "script":
+        done = python(tmp_path, script(tmp_path, REWARD))
+    elif how == "-c":
+        done = python(tmp_path, "-c", REWARD)
+    else:
+        done = python(tmp_path, "-", stdin=REWARD)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "REWARD [1.0, 0.0]" in done.stdout
+    assert done.stdout.count("module level") == 1  # no worker ran the user's code again
+    assert "Traceback" not in done.stderr
+
+
+def test_a_whole_run_from_a_guardless_script_scores_as_the_cli_does(tmp_path):
+    run = """\
+print("module level")
+from skyeval.config import compose
+from skyeval.run.app import execute
+config = compose("+env=gsm8k", "env.limit=5", "sampling_params.n=2", "logging.results_dir=from_script")
+summary = execute(config)
+print("ACCURACY", summary["metrics"]["accuracy"])
+"""
+    done = python(tmp_path, script(tmp_path, run))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ACCURACY 1.0" in done.stdout and done.stdout.count("module level") == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    cli = python(tmp_path, "-m", "skyeval.cli", "evaluate", "+env=gsm8k", "env.limit=5", "sampling_params.n=2",
+                 "logging.results_dir=from_cli")
+    assert cli.returncode == 0, cli.stderr[-2000:]
+
+    def scores(results_dir: str) -> list[tuple]:
+        (folder,) = (tmp_path / results_dir).iterdir()
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["counts"]["scored"] == 10 and summary["counts"]["failed"] == 0
+        rows = [json.loads(line) for part in sorted((folder / "scores").glob("part-*.jsonl"))
+                for line in part.read_text().splitlines()]
+        return sorted((r["id"], r["sample_idx"], r["score"]) for r in rows)
+
+    assert scores("from_script") == scores("from_cli")
+
+
+def test_scoring_from_a_thread_of_a_program_read_from_stdin(tmp_path):
+    program = """\
+import threading
+from skyeval import SkyEnvBuilder
+env = SkyEnvBuilder.build("math500")
+out = {}
+def work():  # off the main thread: math-verify runs under a worker's time limit
+    out["one"] = [env.score_item({"generation": g, "expected": "2"})["score"] for g in ("\\\\boxed{2}", "\\\\boxed{3}")]
+    out["batch"] = [r["score"] for r in env.score_batch([{"generation": "\\\\boxed{1/2}", "expected": "0.5"},
+                                                         {"generation": "\\\\boxed{7}", "expected": "8"}], workers=2)]
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+env.close()
+print("THREAD", out["one"], out["batch"])
+"""
+    done = python(tmp_path, "-", stdin=program)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "THREAD [1.0, 0.0] [1.0, 0.0]" in done.stdout
+
+
+def test_curation_chunk_map_from_stdin_and_a_main_function_is_a_clear_error(tmp_path):
+    ok = python(tmp_path, "-", stdin="""\
+from skyeval.curation.streams import map_chunks
+print("CHUNKS", [out for _, out in map_chunks(len, [[1], [1, 2], [1, 2, 3], [], [5]], workers=2)])
+""")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "CHUNKS [1, 2, 3, 0, 1]" in ok.stdout  # in input order
+    bad = python(tmp_path, script(tmp_path, """\
+from skyeval.curation.streams import map_chunks
+def mine(chunk):
+    return len(chunk)
+print(list(map_chunks(mine, [[1], [2]], workers=2)))
+"""))
+    assert bad.returncode == 1
+    last = bad.stderr.strip().splitlines()[-1]
+    assert last.startswith("TypeError: 'mine' is defined in the main script (__main__)"), bad.stderr[-2000:]
