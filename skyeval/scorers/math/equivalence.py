@@ -55,10 +55,15 @@ def quick_verdict(golds: list[Labelled], candidates: list[Labelled]) -> tuple[bo
     return (None, pairs) if pairs else (False, [])
 
 
+_LABELLED_ITEM = re.compile(r"(?:(?<=^)|(?<=,)|(?<=\\quad))\s*(?:\\q?quad\s*)?[A-Za-z](?:_\{?\w+\}?)?\s*=\s*")
+
+
 def _sequence_forms(gold: str, candidate: str) -> list[tuple[str, str]]:
     """The pairs to verify: the answer as it is and, when the gold is a bare list ("1,4"),
     the candidate without the parentheses or brackets around it ("(1, 4)")."""
     forms = [(gold, candidate)]
+    if is_answer_set(gold) and _LABELLED_ITEM.match(candidate):  # "a = -2, b = -2" for "-2,-2"
+        forms.append((gold, _LABELLED_ITEM.sub("", candidate)))
     if is_answer_set(gold) and gold[0] not in "([{\\" and len(candidate) > 2 and candidate[0] in "([" and candidate[-1] in ")]":
         forms.append((gold, candidate[1:-1]))
     return forms
@@ -250,8 +255,12 @@ def _same_function(gold, prediction) -> bool:
     = `C_1 e^t + C_2 e^{-t}`) when the expression also has a real variable (`t`)."""
     import sympy
 
+    if isinstance(gold, sympy.Eq) and isinstance(prediction, sympy.Eq):  # the same equation, rearranged
+        gold, prediction = gold.lhs - gold.rhs, prediction.lhs - prediction.rhs
     if not (isinstance(gold, sympy.Expr) and isinstance(prediction, sympy.Expr)):
         return False
+    if gold.has(*_piecewise()) or prediction.has(*_piecewise()):
+        return False  # floor(n/2) and floor(sqrt(n-1)) agree at many points
     names = {x.name: x for x in gold.free_symbols}
     answer_names = {x.name: x for x in prediction.free_symbols}
     if not names or len(names.keys() | answer_names.keys()) > 8:
@@ -265,6 +274,12 @@ def _same_function(gold, prediction) -> bool:
         _agree_numerically(gold, prediction.xreplace({answer_names[a]: names[g] for a, g in renaming.items()}), set(names))
         for renaming in _renamings(set(names), set(answer_names))
     )
+
+
+def _piecewise() -> tuple:
+    import sympy
+
+    return (sympy.floor, sympy.ceiling, sympy.frac, sympy.Abs, sympy.sign, sympy.Mod, sympy.Piecewise, sympy.Min, sympy.Max)
 
 
 _NUMBERED_CONSTANT = re.compile(r"^[ack]_?\{?\d\}?$", re.IGNORECASE)  # c_1, C2, k_1, a_1 (math-verify lower-cases)
@@ -306,7 +321,7 @@ def _agree_numerically(gold, prediction, symbols: set[str], points: int = 4) -> 
     rng = random.Random(38)
     defined = 0
     for _ in range(points):
-        values = {name: sympy.I if name == "i" else sympy.Float(rng.uniform(0.3, 1.7)) for name in names}
+        values = {name: sympy.I if name == "i" else sympy.Float(rng.uniform(0.5, 3.5)) for name in names}
         try:  # symbols are matched by name: the two sides' parses may differ in assumptions
             a = complex(gold.xreplace({s: values[s.name] for s in gold.free_symbols}).evalf())
             b = complex(prediction.xreplace({s: values[s.name] for s in prediction.free_symbols}).evalf())

@@ -18,7 +18,7 @@ REPETITION = "repetition loop without an answer"
 EMPTY_BOX = "empty \\boxed{}"
 NO_ANSWER = "no answer found"
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed +([^\s$]+)")
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed +([-\d.\\][^\s$]*)")  # "\\boxed 5", never "\\boxed command"
 _BRACE = re.compile(r"[{}]")
 _GSM8K = re.compile(r"####\s*([^\n]+)")
 _ANSWER_PHRASE = re.compile(r"\banswer\**\s*(?:is\b\s*:?|:)", re.IGNORECASE)

@@ -24,7 +24,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n")
 _CLAUSE = re.compile(r";|,\s+(?:so|thus|hence|therefore|which|and so)\b", re.IGNORECASE)
 _STATED = re.compile(r"(?:^|\s)(?:is|are|equals|was|be|=|≈|\\approx)\s+(.+)$", re.IGNORECASE)
 # a number standing as a word: not glued to letters, other digits, operators, braces or a backslash
-_LONE_NUMBER = re.compile(r"(?<![\w.^_{}\\/*+\-])-?(?:\d{1,3}(?:(?: |\\,)\d{3})+(?!\d)|\d+(?:,\d+)*)(?:\.\d+)?(?![\w^_{}\\/*+]|\.\d|\s*[+*/^=]|\s+-\s*\d)", re.ASCII)
+_LONE_NUMBER = re.compile(r"(?<![\w.^_{}\\/*+\-])-?(?:\d+/\d+(?![\d.])|\d{1,3}(?:(?: |\\,)\d{3})+(?!\d)|\d+(?:,\d+)*)(?:\.\d+)?(?![\w^_{}\\/*+]|\.\d|\s*[+*/^=]|\s+-\s*\d)", re.ASCII)
 _TRAILING_LATEX = re.compile(r"(?:^|\s)(-?\\[A-Za-z]+(?:\{[^{}]*\})+\S*)$")
 _PROSE = re.compile(r"[A-Za-z]{3,}")  # a word: "3 red and 12 blue marbles" is no expression
 _RELATION = re.compile(r"(?<![<>!\\])=|\\approx")
@@ -37,11 +37,18 @@ def final_expression(text: str) -> str | None:
     statement = next((p for p in reversed(_PARAGRAPH.split(text)) if _MATHLIKE.search(p)), None)
     if statement is None:
         return None
-    segments = [next(g for g in m.groups() if g is not None) for m in _SEGMENT.finditer(statement)]
-    segments = [s.strip() for s in segments if _MATHLIKE.search(s) or re.search(r"[A-Za-z]", s)]
-    segments = [s for s in segments if s and not _OPEN_END.search(s)]
-    if segments:
-        return _last_side(segments[-1])
+    matches = [(m.end(), next(g for g in m.groups() if g is not None).strip()) for m in _SEGMENT.finditer(statement)]
+    matches = [(end, s) for end, s in matches if s and (_MATHLIKE.search(s) or re.search(r"[A-Za-z]", s)) and not _OPEN_END.search(s)]
+    if matches:
+        end, segment = matches[-1]
+        after = _from_prose(statement[end:])  # "the magnitude of $z^2$ is 4"
+        return after if after is not None else _last_side(segment)
+    return _from_prose(statement)
+
+
+def _from_prose(statement: str) -> str | None:
+    """The answer of a final statement without math delimiters: the value after "is"/"="
+    in its last clause, a trailing LaTeX command, or the last number standing as a word."""
     sentences = [s.strip() for s in _SENTENCE_END.split(statement) if re.search(r"\d|\\", s)]
     if not sentences:
         return None

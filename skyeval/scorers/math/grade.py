@@ -66,17 +66,22 @@ def score_math(
         result.update(extracted=found.answer, parse_failed=False, parse_error=None, source=found.source)
         golds = [g for g in map(labelled, as_list(expected)) if g[1]]
         candidates = [labelled(found.answer)]
-        if found.box_run and any(is_answer_set(g) for _, g in golds):
+        hedge = len(set(found.box_run)) > 1 and not any(is_answer_set(g) for _, g in golds)
+        if found.box_run and not hedge and any(is_answer_set(g) for _, g in golds):
             candidates.append(labelled(", ".join(found.box_run)))
-        elif len(set(found.box_run)) > 1:  # rule hedge: "\boxed{2} or \boxed{3}" answers neither
-            candidates = [labelled(", ".join(found.box_run))]
-        candidates = [c for c in candidates if c[1] and len(c[1]) <= MAX_ANSWER_CHARS]
-        if not golds or not candidates:
+        groups = [[labelled(box)] for box in found.box_run] if hedge else [candidates]
+        groups = [[c for c in group if c[1] and len(c[1]) <= MAX_ANSWER_CHARS] for group in groups]
+        if not golds or not all(groups):
             return result
-        verdict, pairs = quick_verdict(golds, candidates)
-        if verdict is None:
-            remaining = max(deadline - time.monotonic(), 0.05)
-            verdict = call_with_time_limit(verify_any, tuple(pairs), timeout_s=remaining, warmup=warm_math_verify)
+        verdict: bool | None = True
+        for group in groups:  # rule hedge: "\\boxed{2} or \\boxed{3}" is right only if every box is
+            decided, pairs = quick_verdict(golds, group)
+            if decided is None:
+                remaining = max(deadline - time.monotonic(), 0.05)
+                decided = call_with_time_limit(verify_any, tuple(pairs), timeout_s=remaining, warmup=warm_math_verify)
+            if not decided:
+                verdict = decided
+                break
         result["score"] = 1.0 if verdict else 0.0
         result["verdict"] = UNDECIDED if verdict is None else EQUAL if verdict else DIFFERENT
     except TimeLimitExceeded:
