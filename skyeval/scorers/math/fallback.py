@@ -26,6 +26,8 @@ _STATED = re.compile(r"(?:^|\s)(?:is|are|equals|was|be|=|≈|\\approx)\s+(.+)$",
 # a number standing as a word: not glued to letters, other digits, operators, braces or a backslash
 _LONE_NUMBER = re.compile(r"(?<![\w.^_{}\\/*+\-])-?(?:\d+/\d+(?![\d.])|\d{1,3}(?:(?: |\\,)\d{3})+(?!\d)|\d+(?:,\d+)*)(?:\.\d+)?(?![\w^_{}\\/*+]|\.\d|\s*[+*/^=]|\s+-\s*\d)", re.ASCII)
 _TRAILING_LATEX = re.compile(r"(?:^|\s)(-?\\[A-Za-z]+(?:\{[^{}]*\})+\S*)$")
+# a closing remark after the answer: "This problem shows ...", "I hope it is correct."
+_COMMENTARY = re.compile(r"(?:this|these|that|it|which|note|i hope|hope|the (?:problem|solution|answer|result))\b", re.I)
 _PROSE = re.compile(r"[A-Za-z]{3,}")  # a word: "3 red and 12 blue marbles" is no expression
 _RELATION = re.compile(r"(?<![<>!\\])=|\\approx")
 _TRAILING_WORDS = re.compile(r"^(-?\d[\d,]*(?:\.\d+)?(?:\s*(?:x|\\times|×)\s*10\s*\^\s*\{?-?\d+\}?)?)\s+[A-Za-z][A-Za-z\s]*\.?$")
@@ -49,10 +51,16 @@ def final_expression(text: str) -> str | None:
 def _from_prose(statement: str) -> str | None:
     """The answer of a final statement without math delimiters: the value after "is"/"="
     in its last clause, a trailing LaTeX command, or the last number standing as a word."""
-    sentences = [s.strip() for s in _SENTENCE_END.split(statement) if re.search(r"\d|\\", s)]
-    if not sentences:
+    sentence = None
+    for candidate in reversed([s.strip() for s in _SENTENCE_END.split(statement) if s.strip()]):
+        if re.search(r"\d|\\", candidate):
+            sentence = candidate
+            break
+        if not _COMMENTARY.match(candidate):
+            return None  # "It will take 2 months. The total cost is a lot.": the final sentence holds no value
+    if sentence is None:
         return None
-    clause = [c for c in _CLAUSE.split(sentences[-1]) if re.search(r"\d|\\", c)][-1].strip().rstrip(".!?").strip()
+    clause = [c for c in _CLAUSE.split(sentence) if re.search(r"\d|\\", c)][-1].strip().rstrip(".!?").strip()
     if stated := _STATED.search(clause):
         value = stated.group(1).strip().rstrip(".").strip()
         if re.search(r"\d|\\", value):
