@@ -7,7 +7,10 @@ its default settings. Every disagreement (id, sample_idx, gold, what each side e
 both verdicts, skyeval's parse_error and reasoning state, the sample's finish_reason, the
 generation's last characters) goes to
 ``RUN_DIR/audit/disagreements.jsonl`` (or ``out=FILE``); the count table is printed and
-written to ``audit/summary.json`` beside it.
+written to ``audit/summary.json`` beside it. The table also says where skyeval's answers
+came from (a box, an "answer is" statement, or the no-box fallback) and its three-way
+verdicts; every fallback extraction goes to ``fallbacks.jsonl`` beside the disagreements,
+since that is where grading is least certain.
 
     python -m skyeval.report.audit run_dir=outputs/math500_reference_t0.0
 """
@@ -49,7 +52,10 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     states: Counter[str] = Counter()  # reasoning closed / unclosed / none, per sample
-    with out.open("w", encoding="utf-8") as fh:
+    sources: Counter[str] = Counter()  # box / statement / fallback / none
+    verdicts: Counter[str] = Counter()  # equal / different / undecided
+    fallbacks_file = out.parent / "fallbacks.jsonl"
+    with out.open("w", encoding="utf-8") as fh, fallbacks_file.open("w", encoding="utf-8") as fallbacks:
         for record in Selection.of(run_dir).records(run_dir, "generations"):
             gold = record["expected"] if record.get("expected") is not None else golds.get(str(record.get("id")))
             generation = record.get("generation")
@@ -57,7 +63,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
                 counts["skipped"] += 1  # a failed generation, or a problem no longer in the dataset
                 continue
             ours = env.score_item({"generation": generation, "expected": gold, "reasoning": record.get("reasoning"),
-                                   "finish_reason": record.get("finish_reason")})
+                                   "finish_reason": record.get("finish_reason"), "question": record.get("question")})
             theirs, their_extracted = plain_math_verify(generation, gold)
             right = ours["score"] == 1.0
             counts["generations"] += 1
@@ -66,6 +72,14 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             if ours.get("parse_error"):
                 reasons[ours["parse_error"]] += 1
             states[ours.get("reasoning_state") or "none"] += 1
+            sources[ours.get("source") or "none"] += 1
+            verdicts[ours.get("verdict") or "undecided"] += 1
+            if ours.get("source") == "fallback":
+                fallbacks.write(json.dumps({
+                    "id": record.get("id"), "sample_idx": record.get("sample_idx"), "gold": gold,
+                    "extracted": ours.get("extracted"), "skyeval": ours["score"], "verdict": ours.get("verdict"),
+                    "generation_tail": generation[-TAIL_CHARS:],
+                }, ensure_ascii=False) + "\n")
             if right != theirs:
                 fh.write(json.dumps({
                     "id": record.get("id"),
@@ -93,7 +107,10 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
         "skyeval_timed_out": counts["skyeval_timed_out"],
         "skyeval_parse_errors": dict(reasons),
         "reasoning_states": dict(states),
+        "answer_sources": dict(sources),
+        "verdicts": dict(verdicts),
         "disagreements_file": str(out),
+        "fallbacks_file": str(fallbacks_file),
     }
     (out.parent / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -124,7 +141,11 @@ def format_counts(summary: dict[str, Any]) -> str:
     ]
     lines += [f"  skyeval parse_error {reason!r}: {count}" for reason, count in summary["skyeval_parse_errors"].items()]
     lines.append("  reasoning " + ", ".join(f"{state}: {count}" for state, count in sorted(summary["reasoning_states"].items())))
+    lines.append("  skyeval answers from " + ", ".join(
+        f"{source}: {summary['answer_sources'].get(source, 0)}" for source in ("box", "statement", "fallback", "none")))
+    lines.append("  skyeval verdicts " + ", ".join(f"{v}: {c}" for v, c in sorted(summary["verdicts"].items())))
     lines.append(f"disagreements: {summary['disagreements_file']}")
+    lines.append(f"fallback extractions: {summary['fallbacks_file']}")
     return "\n".join(lines)
 
 
