@@ -55,6 +55,7 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     sources: Counter[str] = Counter()  # box / statement / fallback / none
     verdicts: Counter[str] = Counter()  # equal / different / undecided
     fallbacks_file = out.parent / "fallbacks.jsonl"
+    malformed: dict[str, dict[str, str]] = {}  # problem id -> its gold and what is wrong with it
     with out.open("w", encoding="utf-8") as fh, fallbacks_file.open("w", encoding="utf-8") as fallbacks:
         for record in Selection.of(run_dir).records(run_dir, "generations"):
             gold = record["expected"] if record.get("expected") is not None else golds.get(str(record.get("id")))
@@ -62,6 +63,9 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             if gold is None or not isinstance(generation, str):
                 counts["skipped"] += 1  # a failed generation, or a problem no longer in the dataset
                 continue
+            problem = str(record.get("id"))
+            if problem not in malformed:
+                malformed[problem] = _gold_problems(gold)
             ours = env.score_item({"generation": generation, "expected": gold, "reasoning": record.get("reasoning"),
                                    "finish_reason": record.get("finish_reason"), "question": record.get("question")})
             theirs, their_extracted = plain_math_verify(generation, gold)
@@ -108,12 +112,21 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
         "skyeval_parse_errors": dict(reasons),
         "reasoning_states": dict(states),
         "answer_sources": dict(sources),
+        "malformed_golds": {problem: found for problem, found in malformed.items() if found},
         "verdicts": dict(verdicts),
         "disagreements_file": str(out),
         "fallbacks_file": str(fallbacks_file),
     }
     (out.parent / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def _gold_problems(gold: str | list[str]) -> dict[str, str]:
+    """{gold: why it cannot be graded against} for each unusable answer of ``gold``."""
+    from skyeval.scorers.math import gold_problem
+
+    answers = gold if isinstance(gold, list) else [gold]
+    return {str(answer): why for answer in answers if (why := gold_problem(answer))}
 
 
 def plain_math_verify(generation: str, gold: str | list[str]) -> tuple[bool, str | None]:
@@ -144,6 +157,9 @@ def format_counts(summary: dict[str, Any]) -> str:
     lines.append("  skyeval answers from " + ", ".join(
         f"{source}: {summary['answer_sources'].get(source, 0)}" for source in ("box", "statement", "fallback", "none")))
     lines.append("  skyeval verdicts " + ", ".join(f"{v}: {c}" for v, c in sorted(summary["verdicts"].items())))
+    bad = summary["malformed_golds"]
+    lines.append(f"  malformed golds (report them to the dataset; no grader can use them): {len(bad)}")
+    lines += [f"    {problem}: {found}" for problem, found in list(bad.items())[:20]]
     lines.append(f"disagreements: {summary['disagreements_file']}")
     lines.append(f"fallback extractions: {summary['fallbacks_file']}")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ Unicode, thousands), `equivalence` (numbers, precision, sets, math-verify); `gra
 them together.
 """
 
-from skyeval.scorers.math.equivalence import require_math_verify
+from skyeval.scorers.math.equivalence import gold_problem, require_math_verify
 from skyeval.scorers.math.extraction import (
     EMPTY_BOX,
     NO_ANSWER,
@@ -37,5 +37,5 @@ from skyeval.scorers.math.normalization import normalize_answer
 
 __all__ = [
     "DIFFERENT", "EMPTY_BOX", "EQUAL", "NO_ANSWER", "UNDECIDED", "REPETITION", "TRUNCATED", "UNCLOSED_REASONING", "answer_key", "equivalent",
-    "extract_math_answer", "final_response", "last_boxed", "normalize_answer", "require_math_verify", "score_math",
+    "extract_math_answer", "final_response", "gold_problem", "last_boxed", "normalize_answer", "require_math_verify", "score_math",
 ]

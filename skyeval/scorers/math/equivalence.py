@@ -9,7 +9,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from skyeval.errors import require
-from skyeval.scorers.math.normalization import NUMBER_WORDS, Labelled, is_text, text_key
+from skyeval.scorers.math.normalization import NUMBER_WORDS, Labelled, is_text, labelled, text_key
 
 MATH_VERIFY_INSTALL = 'pip install "math-verify[antlr4_9_3]" (or reinstall skyeval)'
 _PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)", re.ASCII)
@@ -230,6 +230,22 @@ def verify_any(pairs: tuple[tuple[str, str], ...]) -> bool | None:
             if any(_same_function(gold, prediction) for gold in golds):
                 return True
     return None if unparsed else False
+
+
+def gold_problem(gold: str | int | float) -> str | None:
+    """Why a gold cannot be graded against, or None: it is empty once normalised (a
+    `\\text{east}` stripped to nothing), or math-verify reads no mathematics in it
+    (`np.arcsin(10/13)`, a pmatrix that lost its `\\\\`) although it is no plain word.
+    Golds are data: `skyeval audit` lists these instead of the grader special-casing them."""
+    _, text = labelled(gold)
+    if not text:
+        return "empty"
+    if is_text(text_key(text), text) or number_value(text) is not None:
+        return None
+    parsed = _parse_boxed(text)
+    if not parsed or all(isinstance(p, str) for p in parsed):
+        return "math-verify reads no mathematics in it"
+    return None
 
 
 def _numeric_value(parsed) -> float | None:
