@@ -20,7 +20,7 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "scorers" / "data" / "mat
 def skyeval_grade(row: dict) -> tuple[int, str | None]:
     from skyeval.scorers.math import score_math
 
-    result = score_math(row["generation"], row["gold"], question=row.get("question"))
+    result = score_math(row["generation"], row["gold"], question=row.get("question"), timeout_s=60)  # rules, not speed
     return int(result["score"] == 1.0), result["extracted"]
 
 

@@ -14,7 +14,8 @@ MINERVA_QUESTION = (
 
 
 def graded(generation: str, gold, **kwargs) -> float:
-    return score_math(generation, gold, **kwargs)["score"]
+    """The score with a generous time limit: these tests check verdicts, never speed."""
+    return score_math(generation, gold, timeout_s=60, **kwargs)["score"]
 
 
 # --- invented-part, asked-part: the answer to the asked question, not an invented continuation
@@ -155,8 +156,9 @@ def test_sets_split_over_boxes_and_hedges():
 
 
 def test_equivalent_keeps_its_contract():
-    assert equivalent(r"\frac{1-i}{4}e^{2it}", r"\frac{e^{2it}}{2+2i}")
-    assert not equivalent("85.71", "600/7")
+    # a generous limit: the check is the verdict, not the speed (the machine may be loaded)
+    assert equivalent(r"\frac{1-i}{4}e^{2it}", r"\frac{e^{2it}}{2+2i}", timeout_s=60)
+    assert not equivalent("85.71", "600/7", timeout_s=60)
 
 
 # --- precision
@@ -191,3 +193,24 @@ def test_empty_boxes_after_a_stated_answer():
     assert graded(r"The answer is 7. \boxed{}\boxed{}\boxed{}", "7") == 1.0
     assert graded(r"The answer is 7. \boxed{}\boxed{}\boxed{}", "8") == 0.0
     assert score_math(r"Put your answer in \boxed{}", "7")["parse_error"] == "empty \\boxed{}"  # one empty box: no answer
+
+
+# --- stated-precision: the precision the question asks for
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "asks", "right"),
+    [
+        ("99.95", "99.9", "Give your answer to three significant figures.", False),
+        ("99.94", "99.9", "Give your answer to three significant figures.", True),
+        (r"7.35 \times 10^{14}", "7.353e14", r"Please format your answer as $n \times 10^x$, where $n$ is to 3 decimal places.", False),
+        (r"7.353 \times 10^{14}", "7.353e14", r"Please format your answer as $n \times 10^x$, where $n$ is to 3 decimal places.", True),
+        (r"4.45 \times 10^{33}", "4.5e33", "Give your answer to two significant figures.", True),
+        ("0.5", "0.53", "What is the ratio (to 2 decimal places)?", False),
+        ("0.534", "0.53", "What is the ratio (to 2 decimal places)?", True),
+        ("56", "56", "How much was consumed (to 1 decimal place)?", True),  # the gold itself does not meet it: not applied
+    ],
+)
+def test_stated_precision(answer, gold, asks, right):
+    question = f"Subproblem 0: ...\n\nSubproblem 1: {asks}"
+    assert graded(f"$\\boxed{{{answer}}}$", gold, question=question) == float(right)

@@ -24,11 +24,14 @@ def require_math_verify() -> None:
         require(module, MATH_VERIFY_INSTALL, "math grading")
 
 
-def quick_verdict(golds: list[Labelled], candidates: list[Labelled]) -> tuple[bool | None, list[tuple[str, str]]]:
+def quick_verdict(
+    golds: list[Labelled], candidates: list[Labelled], required: Precision | None = None
+) -> tuple[bool | None, list[tuple[str, str]]]:
     """(verdict, the (gold, candidate) pairs math-verify must still decide). Decides
     without math-verify where that is exact: identical text, option labels, text answers,
-    plain numbers (with the tolerance of a decimal gold's stated precision) and simple
-    fractions. The verdict is None when pairs remain."""
+    plain numbers (with the tolerance of a decimal gold's stated precision, or the precision
+    the question asks for: ``required``) and simple fractions. The verdict is None when
+    pairs remain."""
     pairs = []
     gold_labels = {label for label, _ in golds if label}
     # an answer naming another option than the gold's is wrong, whatever its value
@@ -47,6 +50,10 @@ def quick_verdict(golds: list[Labelled], candidates: list[Labelled]) -> tuple[bo
                 continue  # two different words: "odd" is not "dod"; "b" is not option "B"
             number = number_value(candidate, decimal_comma=gold_number is not None)
             if gold_number is not None and number is not None:
+                if required is not None and _meets(required, gold, gold_number) is True:
+                    if _meets(required, candidate, number) is True and _rounded(number, required) == _rounded(gold_number, required):
+                        return True, []
+                    continue  # rule stated-precision: the question asks for a precision the answer must meet
                 if _close(number, gold_number, gold, candidate):
                     return True, []
                 continue  # two numbers: decided
@@ -104,6 +111,61 @@ def _unambiguous_decimal_comma(whole: str, fraction: str) -> bool:
     if whole == "0":
         return True
     return len(fraction) >= 2 and not (len(whole) <= 3 and len(fraction) == 3)
+
+
+Precision = tuple[str, int]  # ("significant", 3) | ("decimals", 2) | ("mantissa decimals", 2)
+_WORD_COUNTS = {"one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_STATED_PRECISION = re.compile(
+    r"(?P<mantissa>\$?n\$?\s+is\s+to\s+)?(?P<count>\d|one|single|two|three|four|five|six)\s+"
+    r"(?P<kind>significant\s+(?:figure|digit)|decimal\s+place)s?", re.IGNORECASE)
+
+
+def stated_precision(question: str | None) -> Precision | None:
+    """The precision the asked part of ``question`` requires ("to three significant figures",
+    "to 2 decimal places", "as $n \\times 10^x$ where $n$ is to 2 decimal places"), or None."""
+    if not question:
+        return None
+    asked = question[question.rfind("Subproblem") :] if "Subproblem" in question else question[-600:]
+    found = list(_STATED_PRECISION.finditer(asked))
+    if not found:
+        return None
+    match = found[-1]
+    count = _WORD_COUNTS.get(match.group("count").lower()) or int(match.group("count"))
+    if match.group("kind").lower().startswith("significant"):
+        return "significant", count
+    return ("mantissa decimals" if match.group("mantissa") else "decimals"), count
+
+
+def _meets(required: Precision, text: str, value: Fraction) -> bool | None:
+    """Whether the literal ``text`` states at least the ``required`` precision; None when it
+    is no decimal literal (an exact fraction meets any precision)."""
+    precision = _precision(text)
+    if precision is None:
+        return True if _FRACTION.fullmatch(text) else None
+    unit, digits, _ = precision
+    kind, count = required
+    if kind == "significant":
+        return digits >= count
+    if kind == "decimals":
+        return unit <= Fraction(10) ** -count
+    return digits >= count + 1  # n.dd x 10^x: the mantissa's decimals
+
+
+def _rounded(value: Fraction, required: Precision) -> Decimal:
+    """``value`` rounded half-up to the ``required`` precision."""
+    from decimal import ROUND_HALF_UP, localcontext
+
+    kind, count = required
+    with localcontext() as context:
+        context.prec = 60
+        number = Decimal(value.numerator) / Decimal(value.denominator)
+        if number == 0:
+            return number
+        if kind == "decimals":
+            return number.quantize(Decimal(1).scaleb(-count), rounding=ROUND_HALF_UP)
+        digits = count if kind == "significant" else count + 1
+        exponent = number.adjusted() - digits + 1
+        return number.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
 
 
 def _close(number: Fraction, gold_number: Fraction, gold: str, candidate: str = "") -> bool:

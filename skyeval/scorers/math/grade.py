@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import time
 
-from skyeval.scorers.math.equivalence import is_answer_set, number_value, quick_verdict, verify_any, warm_math_verify
+from skyeval.scorers.math.equivalence import (
+    is_answer_set,
+    number_value,
+    quick_verdict,
+    stated_precision,
+    verify_any,
+    warm_math_verify,
+)
 from skyeval.scorers.math.extraction import NO_ANSWER, find_answer, final_response
 from skyeval.scorers.math.normalization import as_list, labelled, text_key
 from skyeval.scorers.time_limit import TimeLimitExceeded, call_with_time_limit
@@ -73,9 +80,10 @@ def score_math(
         groups = [[c for c in group if c[1] and len(c[1]) <= MAX_ANSWER_CHARS] for group in groups]
         if not golds or not all(groups):
             return result
+        required = stated_precision(question)
         verdict: bool | None = True
         for group in groups:  # rule hedge: "\\boxed{2} or \\boxed{3}" is right only if every box is
-            decided, pairs = quick_verdict(golds, group)
+            decided, pairs = quick_verdict(golds, group, required)
             if decided is None:
                 remaining = max(deadline - time.monotonic(), 0.05)
                 decided = call_with_time_limit(verify_any, tuple(pairs), timeout_s=remaining, warmup=warm_math_verify)
