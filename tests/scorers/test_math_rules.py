@@ -214,3 +214,10 @@ def test_empty_boxes_after_a_stated_answer():
 def test_stated_precision(answer, gold, asks, right):
     question = f"Subproblem 0: ...\n\nSubproblem 1: {asks}"
     assert graded(f"$\\boxed{{{answer}}}$", gold, question=question) == float(right)
+
+
+def test_a_proofs_own_parts_are_not_invented():
+    """OlympiadBench solutions have "Part I." / "Part II." sections before their final box."""
+    generation = ("Part I. Let us first define $n$ rules; the answer is $n$ at least.\n\n"
+                  "Part II. Now we prove there is no other way.\n\nThe final answer is $\\boxed{100}$.")
+    assert graded(generation, "100") == 1.0

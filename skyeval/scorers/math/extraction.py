@@ -221,7 +221,7 @@ def _phrase_answer(text: str, match: re.Match) -> str | None:
 # A new problem the model invents after its answer (base models continue the few-shot pattern).
 _NEW_PROBLEM = re.compile(
     r"^[ \t>#*]*(?:Problem|Question|Exercise|Example)\s*(?:\d+|[A-Z])?\s*[:.]|^[ \t]*(?:Human|User|Q)\s*:|<\|im_start\|>|<\|user\|>"
-    r"|^[ \t>#*]*(?:Part|Sub-?problem)\s*(?:\d+|\([a-z0-9]\)|[A-Z])\s*\**\s*(?:[:.]|$)",
+    r"|^[ \t>#*]*(?:Part|Sub-?problem)\s*(?:\d+|\([a-z0-9]\))\s*\**\s*(?:[:.]|$)",  # not "Part I." of a proof
     re.MULTILINE,
 )
 MIN_LOOP_REPEATS, MIN_LOOP_CHARS, LOOP_PROBE = 4, 200, 48
