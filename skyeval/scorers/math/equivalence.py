@@ -337,20 +337,25 @@ def _same_function(gold, prediction) -> bool:
         gold, prediction = gold.lhs - gold.rhs, prediction.lhs - prediction.rhs
     if not (isinstance(gold, sympy.Expr) and isinstance(prediction, sympy.Expr)):
         return False
-    if gold.has(*_piecewise()) or prediction.has(*_piecewise()):
-        return False  # floor(n/2) and floor(sqrt(n-1)) agree at many points
     names = {x.name: x for x in gold.free_symbols}
     answer_names = {x.name: x for x in prediction.free_symbols}
     if not names or len(names.keys() | answer_names.keys()) > 8:
         return False
+    piecewise = gold.has(*_piecewise()) or prediction.has(*_piecewise())  # floor(n/2), floor(sqrt(n-1)) agree often
     if names.keys() == answer_names.keys():
-        if "i" in names:  # `i` read as a symbol: the imaginary unit
-            return _agree_numerically(gold, prediction, set(names))
-        if gold.free_symbols == prediction.free_symbols and sympy.simplify((gold - prediction).rewrite(sympy.exp)) == 0:
+        if "i" in names and not piecewise:  # `i` read as a symbol: the imaginary unit
+            return bool(_agree_numerically(gold, prediction, set(names)))
+        numeric = None if piecewise else _agree_numerically(gold, prediction, set(names))
+        if numeric:
             return True
-    return any(
+        if numeric is None and gold.free_symbols == prediction.free_symbols:  # undefined at the points, or piecewise
+            return sympy.simplify((gold - prediction).rewrite(sympy.exp)) == 0
+        renamings = _renamings(set(names), set(answer_names))[1:]  # different as written: constants reordered?
+    else:
+        renamings = _renamings(set(names), set(answer_names))
+    return not piecewise and any(
         _agree_numerically(gold, prediction.xreplace({answer_names[a]: names[g] for a, g in renaming.items()}), set(names))
-        for renaming in _renamings(set(names), set(answer_names))
+        for renaming in renamings
     )
 
 
@@ -365,8 +370,8 @@ _CONSTANT_NAME = re.compile(r"^(?:[a-dk]|[a-dk]_?\{?\d\}?)$", re.IGNORECASE)
 
 
 def _renamings(names: set[str], answer_names: set[str]) -> list[dict[str, str]]:
-    """Renamings (answer name -> gold name) of the answer's arbitrary constants to try: the
-    identity, plus every order of the gold's numbered constants (c_1, c_2) when both use the
+    """Renamings (answer name -> gold name) of the answer's arbitrary constants to try: with
+    the same names, the identity first, then every order of the gold's numbered constants (c_1, c_2) when both use the
     same names, or every bijection of the answer's own constants (A, B) onto them."""
     import itertools
 
@@ -387,15 +392,16 @@ def _renamings(names: set[str], answer_names: set[str]) -> list[dict[str, str]]:
     return [{**{n: n for n in shared}, **dict(zip(answer_only, order))} for order in itertools.permutations(gold_only)]
 
 
-def _agree_numerically(gold, prediction, symbols: set[str], points: int = 4) -> bool:
-    """Equal (relative 1e-9) at ``points`` fixed pseudo-random points; at least 2 defined."""
+def _agree_numerically(gold, prediction, symbols: set[str], points: int = 4) -> bool | None:
+    """Equal (relative 1e-9) at ``points`` fixed pseudo-random points, False at the first
+    point where they differ, None when fewer than 2 points are defined."""
     import random
 
     import sympy
 
     names = sorted(symbols)
     if {s.name for s in prediction.free_symbols} - set(names):
-        return False
+        return None
     rng = random.Random(38)
     defined = 0
     for _ in range(points):
@@ -410,7 +416,7 @@ def _agree_numerically(gold, prediction, symbols: set[str], points: int = 4) -> 
         defined += 1
         if abs(a - b) > 1e-9 * max(1.0, abs(a)):
             return False
-    return defined >= 2
+    return True if defined >= 2 else None
 
 
 def _finite(value: complex) -> bool:
