@@ -17,12 +17,14 @@ Where the answer is read:
 Comparison is by value (``equivalence``); all math-verify work
 runs under a hard time limit (see ``time_limit``).
 
-The stages are modules: `extraction` (where the answer is), `normalization` (units, labels,
-Unicode, thousands), `equivalence` (numbers, precision, sets, math-verify); `grade` puts
-them together.
+The stages are modules: `extraction` (where the answer is: boxes, statements, the asked part,
+invented parts, loops) with `fallback` (the no-box final expression); `normalization`
+(units, labels, Unicode, qualifiers, thousands); `equivalence` (labels, text, lists and sets)
+with `numbers` (values and precision) and `symbolic` (math-verify and the numeric identity);
+`grade` puts them together.
 """
 
-from skyeval.scorers.math.equivalence import gold_problem, require_math_verify
+from skyeval.scorers.math.equivalence import gold_problem
 from skyeval.scorers.math.extraction import (
     EMPTY_BOX,
     NO_ANSWER,
@@ -34,6 +36,7 @@ from skyeval.scorers.math.extraction import (
 )
 from skyeval.scorers.math.grade import DIFFERENT, EQUAL, UNDECIDED, answer_key, equivalent, extract_math_answer, score_math
 from skyeval.scorers.math.normalization import normalize_answer
+from skyeval.scorers.math.symbolic import require_math_verify
 
 __all__ = [
     "DIFFERENT", "EMPTY_BOX", "EQUAL", "NO_ANSWER", "UNDECIDED", "REPETITION", "TRUNCATED", "UNCLOSED_REASONING", "answer_key", "equivalent",

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import time
 
-from skyeval.scorers.math.equivalence import (
-    is_answer_set,
-    number_value,
-    quick_verdict,
-    stated_precision,
-    verify_any,
-    warm_math_verify,
-)
+from skyeval.scorers.math.equivalence import is_answer_set, quick_verdict
 from skyeval.scorers.math.extraction import NO_ANSWER, find_answer, final_response
 from skyeval.scorers.math.normalization import as_list, labelled, text_key
+from skyeval.scorers.math.numbers import number_value, stated_precision
+from skyeval.scorers.math.symbolic import verify_any, warm_math_verify
 from skyeval.scorers.time_limit import TimeLimitExceeded, call_with_time_limit
 
 MAX_ANSWER_CHARS = 1000  # longer "answers" are degenerate, not graded
