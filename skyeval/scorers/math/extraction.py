@@ -129,7 +129,7 @@ def asked_part(text: str, question: str | None) -> str:
     restates earlier subproblems or invents later ones under their own headings is graded
     on its section "Subproblem k", or, without one, on the text before the first heading
     of a later subproblem. Text without headings is returned as it is."""
-    asked = _ASKED.findall(question or "")
+    asked = _ASKED.findall(question) if question and "ubproblem" in question else []
     heads = list(_SUBPROBLEM.finditer(text)) if asked else []
     if not heads:
         return text

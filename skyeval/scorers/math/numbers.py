@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 
 from skyeval.scorers.math.normalization import NUMBER_WORDS
 
@@ -56,11 +57,12 @@ _STATED_PRECISION = re.compile(
     r"(?P<kind>significant\s+(?:figure|digit)|decimal\s+place)s?", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1024)
 def stated_precision(question: str | None) -> Precision | None:
     """The precision the asked part of ``question`` requires ("to three significant figures",
     "to 2 decimal places", "as $n \\times 10^x$ where $n$ is to 2 decimal places"), or None."""
-    if not question:
-        return None
+    if not question or ("significant" not in question and "decimal place" not in question):
+        return None  # most questions: no regular expression to run
     asked = question[question.rfind("Subproblem") :] if "Subproblem" in question else question[-600:]
     found = list(_STATED_PRECISION.finditer(asked))
     if not found:
