@@ -221,3 +221,13 @@ def test_a_proofs_own_parts_are_not_invented():
     generation = ("Part I. Let us first define $n$ rules; the answer is $n$ at least.\n\n"
                   "Part II. Now we prove there is no other way.\n\nThe final answer is $\\boxed{100}$.")
     assert graded(generation, "100") == 1.0
+
+
+def test_decimal_places_of_a_tiny_scientific_gold_are_its_mantissas():
+    """Minerva: "rounding your answer to three decimal places" for 1.325e-27 kg m/s. Rounded
+    to 3 decimals both 1.325e-27 and 6.666e-9 are 0.000: that must not make them equal."""
+    question = "Subproblem 1: Express your answer in kilogram meters per second, rounding your answer to three decimal places."
+    assert graded(r"$\boxed{6.666 \times 10^{-9} \, \text{kg} \cdot \text{m/s}}$", "1.325e-27", question=question) == 0.0
+    assert graded(r"$\boxed{1.323 \times 10^{-27} \mathrm{~kg} \cdot \mathrm{m} / \mathrm{s}}$", "1.325e-27", question=question) == 0.0
+    assert graded(r"$\boxed{1.325 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0
+    assert graded(r"$\boxed{1.3252 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0

@@ -36,7 +36,7 @@ def quick_verdict(
                 continue  # two different words: "odd" is not "dod"; "b" is not option "B"
             number = number_value(candidate, decimal_comma=gold_number is not None)
             if gold_number is not None and number is not None:
-                if required is not None and meets(required, gold, gold_number) is True:
+                if required is not None and _applies(required, gold, gold_number):
                     if meets(required, candidate, number) is True and rounded(number, required) == rounded(gold_number, required):
                         return True, []
                     continue  # rule stated-precision: the question asks for a precision the answer must meet
@@ -49,6 +49,12 @@ def quick_verdict(
 
 
 _LABELLED_ITEM = re.compile(r"(?:(?<=^)|(?<=,)|(?<=\\quad))\s*(?:\\q?quad\s*)?[A-Za-z](?:_\{?\w+\}?)?\s*=\s*")
+
+
+def _applies(required: Precision, gold: str, gold_number) -> bool:
+    """Whether the stated precision can judge this gold: the gold meets it, and rounding to
+    it keeps a significant digit ("three decimal places" of `1.325e-27` means its mantissa's)."""
+    return meets(required, gold, gold_number) is True and rounded(gold_number, required) != 0
 
 
 def _sequence_forms(gold: str, candidate: str) -> list[tuple[str, str]]:

@@ -71,7 +71,8 @@ def stated_precision(question: str | None) -> Precision | None:
     count = _WORD_COUNTS.get(match.group("count").lower()) or int(match.group("count"))
     if match.group("kind").lower().startswith("significant"):
         return "significant", count
-    return ("mantissa decimals" if match.group("mantissa") else "decimals"), count
+    scientific = match.group("mantissa") or re.search(r"\\times\s*10\^|n \\times 10", asked)
+    return ("mantissa decimals" if scientific else "decimals"), count
 
 
 def meets(required: Precision, text: str, value: Fraction) -> bool | None:
