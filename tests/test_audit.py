@@ -129,3 +129,40 @@ def test_audit_grades_only_the_summarys_selection(tmp_path, data_dir, golds):
     assert main([f"run_dir={run_dir}"]) == 0
     summary = json.loads((run_dir / "audit" / "summary.json").read_text())
     assert (summary["generations"], summary["both_right"], summary["skipped"]) == (1, 1, 0)
+
+
+def test_audit_counts_answer_sources_and_lists_the_fallbacks(tmp_path, data_dir, golds):
+    """Issue 38: where each answer came from (box, "answer is" statement, the no-box
+    fallback), the three-way verdicts, and every fallback extraction in fallbacks.jsonl."""
+    (id0, gold0), (id1, gold1), (id2, _) = golds
+    records = [
+        {"id": id0, "sample_idx": 0, "generation": f"So $\\boxed{{{gold0}}}$."},
+        {"id": id1, "sample_idx": 0, "generation": f"The answer is ${gold1}$."},
+        {"id": id2, "sample_idx": 0, "generation": "Adding up, the zookeeper needs to order 1400 bananas.", "expected": "1400"},
+        {"id": id2, "sample_idx": 1, "generation": "Adding up, we get $y = -2x$.", "expected": "-2"},
+        {"id": id2, "sample_idx": 2, "generation": "I could not finish this one.", "expected": "3"},
+    ]
+    run_dir = _run_folder(tmp_path, data_dir, records)
+    assert main([f"run_dir={run_dir}"]) == 0
+    summary = json.loads((run_dir / "audit" / "summary.json").read_text())
+    assert summary["answer_sources"] == {"box": 1, "statement": 1, "fallback": 2, "none": 1}
+    assert summary["verdicts"] == {"equal": 3, "different": 1, "undecided": 1}
+    fallbacks = [json.loads(line) for line in Path(summary["fallbacks_file"]).read_text().splitlines()]
+    assert [(row["sample_idx"], row["extracted"], row["skyeval"]) for row in fallbacks] == [(0, "1400", 1.0), (1, "y = -2x", 0.0)]
+
+
+def test_audit_lists_malformed_golds(tmp_path, data_dir, golds):
+    """Issue 38 class 6: golds no grader can use (empty once normalised, or no mathematics
+    math-verify can read) are listed by audit, not special-cased in the grader."""
+    (id0, gold0), (id1, _), (id2, _) = golds
+    records = [
+        {"id": id0, "sample_idx": 0, "generation": f"So $\\boxed{{{gold0}}}$."},
+        {"id": id1, "sample_idx": 0, "generation": "So $\\boxed{0.87}$.", "expected": "np.arcsin(10/13)"},
+        {"id": id2, "sample_idx": 0, "generation": "She faces $\\boxed{\\text{east}}$.", "expected": "$$"},
+    ]
+    run_dir = _run_folder(tmp_path, data_dir, records)
+    assert main([f"run_dir={run_dir}"]) == 0
+    summary = json.loads((run_dir / "audit" / "summary.json").read_text())
+    assert summary["malformed_golds"] == {
+        id1: {"np.arcsin(10/13)": "math-verify reads no mathematics in it"}, id2: {"$$": "empty"},
+    }

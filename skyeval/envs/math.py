@@ -98,7 +98,7 @@ class MathScorer:
         return score_math(
             item.get("generation") or "", item["expected"], timeout_s=self.timeout_s,
             reasoning=item.get("reasoning"), finish_reason=item.get("finish_reason"),
-            grade_truncated=self.grade_truncated, hash_answer=self.hash_answer,
+            grade_truncated=self.grade_truncated, hash_answer=self.hash_answer, question=item.get("question"),
         )
 
 

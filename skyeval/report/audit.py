@@ -9,7 +9,10 @@ generation's last characters) goes to
 ``RUN_DIR/audit/disagreements.jsonl`` (or ``out=FILE``); the count table is printed and
 written to ``audit/summary.json`` beside it. For an env whose problems list several
 answers (liveaops), the problems whose listed answers disagree in value (`value_classes`:
-the grader's `equivalent`) go to ``answer_disagreements.jsonl`` beside it.
+the grader's `equivalent`) go to ``answer_disagreements.jsonl`` beside it. The table also says where skyeval's answers
+came from (a box, an "answer is" statement, or the no-box fallback) and its three-way
+verdicts; every fallback extraction goes to ``fallbacks.jsonl`` beside the disagreements,
+since that is where grading is least certain.
 
     python -m skyeval.report.audit run_dir=outputs/math500_reference_t0.0
 """
@@ -52,15 +55,22 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     states: Counter[str] = Counter()  # reasoning closed / unclosed / none, per sample
-    with out.open("w", encoding="utf-8") as fh:
+    sources: Counter[str] = Counter()  # box / statement / fallback / none
+    verdicts: Counter[str] = Counter()  # equal / different / undecided
+    fallbacks_file = out.parent / "fallbacks.jsonl"
+    malformed: dict[str, dict[str, str]] = {}  # problem id -> its gold and what is wrong with it
+    with out.open("w", encoding="utf-8") as fh, fallbacks_file.open("w", encoding="utf-8") as fallbacks:
         for record in Selection.of(run_dir).records(run_dir, "generations"):
             gold = record["expected"] if record.get("expected") is not None else golds.get(str(record.get("id")))
             generation = record.get("generation")
             if gold is None or not isinstance(generation, str):
                 counts["skipped"] += 1  # a failed generation, or a problem no longer in the dataset
                 continue
+            problem = str(record.get("id"))
+            if problem not in malformed:
+                malformed[problem] = _gold_problems(gold)
             ours = env.score_item({"generation": generation, "expected": gold, "reasoning": record.get("reasoning"),
-                                   "finish_reason": record.get("finish_reason")})
+                                   "finish_reason": record.get("finish_reason"), "question": record.get("question")})
             theirs, their_extracted = plain_math_verify(generation, gold)
             right = ours["score"] == 1.0
             counts["generations"] += 1
@@ -69,6 +79,14 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             if ours.get("parse_error"):
                 reasons[ours["parse_error"]] += 1
             states[ours.get("reasoning_state") or "none"] += 1
+            sources[ours.get("source") or "none"] += 1
+            verdicts[ours.get("verdict") or "undecided"] += 1
+            if ours.get("source") == "fallback":
+                fallbacks.write(json.dumps({
+                    "id": record.get("id"), "sample_idx": record.get("sample_idx"), "gold": gold,
+                    "extracted": ours.get("extracted"), "skyeval": ours["score"], "verdict": ours.get("verdict"),
+                    "generation_tail": generation[-TAIL_CHARS:],
+                }, ensure_ascii=False) + "\n")
             if right != theirs:
                 fh.write(json.dumps({
                     "id": record.get("id"),
@@ -96,7 +114,11 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
         "skyeval_timed_out": counts["skyeval_timed_out"],
         "skyeval_parse_errors": dict(reasons),
         "reasoning_states": dict(states),
+        "answer_sources": dict(sources),
+        "malformed_golds": {problem: found for problem, found in malformed.items() if found},
+        "verdicts": dict(verdicts),
         "disagreements_file": str(out),
+        "fallbacks_file": str(fallbacks_file),
     }
     if hasattr(env, "value_classes"):
         summary.update(answer_disagreements(env, problems.values(), out.parent / "answer_disagreements.jsonl"))
@@ -121,6 +143,14 @@ def answer_disagreements(env: Any, problems: Any, path: Path) -> dict[str, Any]:
                 fh.write(json.dumps({"id": problem["id"], "date": problem.get("date"), "answers": answers,
                                      "classes": classes}, ensure_ascii=False) + "\n")
     return {"answer_lists": listed, "answer_lists_disagreeing": disagreeing, "answer_disagreements_file": str(path)}
+
+
+def _gold_problems(gold: str | list[str]) -> dict[str, str]:
+    """{gold: why it cannot be graded against} for each unusable answer of ``gold``."""
+    from skyeval.scorers.math import gold_problem
+
+    answers = gold if isinstance(gold, list) else [gold]
+    return {str(answer): why for answer in answers if (why := gold_problem(answer))}
 
 
 def plain_math_verify(generation: str, gold: str | list[str]) -> tuple[bool, str | None]:
@@ -148,10 +178,17 @@ def format_counts(summary: dict[str, Any]) -> str:
     ]
     lines += [f"  skyeval parse_error {reason!r}: {count}" for reason, count in summary["skyeval_parse_errors"].items()]
     lines.append("  reasoning " + ", ".join(f"{state}: {count}" for state, count in sorted(summary["reasoning_states"].items())))
+    lines.append("  skyeval answers from " + ", ".join(
+        f"{source}: {summary['answer_sources'].get(source, 0)}" for source in ("box", "statement", "fallback", "none")))
+    lines.append("  skyeval verdicts " + ", ".join(f"{v}: {c}" for v, c in sorted(summary["verdicts"].items())))
+    bad = summary["malformed_golds"]
+    lines.append(f"  malformed golds (report them to the dataset; no grader can use them): {len(bad)}")
+    lines += [f"    {problem}: {found}" for problem, found in list(bad.items())[:20]]
     lines.append(f"disagreements: {summary['disagreements_file']}")
     if "answer_lists" in summary:
         lines.append(f"problems whose listed answers disagree in value: {summary['answer_lists_disagreeing']} of "
                      f"{summary['answer_lists']} with several answers: {summary['answer_disagreements_file']}")
+    lines.append(f"fallback extractions: {summary['fallbacks_file']}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,196 @@
+"""The symbolic check: math-verify's parse and verify of two answers, under the caller's
+time limit, plus the numeric identity of two expressions (rule `symbolic-identity`)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from skyeval.errors import require
+from skyeval.scorers.math.numbers import number_value, stated_tolerance
+
+MATH_VERIFY_INSTALL = 'pip install "math-verify[antlr4_9_3]" (or reinstall skyeval)'
+
+
+def require_math_verify() -> None:
+    """Raise MissingDependencyError (with what to install) when math-verify or its LaTeX
+    parser cannot be imported. Cheap: looks the modules up without importing them."""
+    for module in ("math_verify", "latex2sympy2_extended", "antlr4"):
+        require(module, MATH_VERIFY_INSTALL, "math grading")
+
+
+@lru_cache(maxsize=8192)
+def parse_boxed(answer: str) -> list:
+    """math-verify's parse of ``\\boxed{answer}``, cached per process: n samples share a gold,
+    and often an answer (verify does not modify what it is given)."""
+    from math_verify import parse
+
+    return parse(f"\\boxed{{{answer}}}", _boxed_config(), parsing_timeout=None)
+
+
+@lru_cache(maxsize=1)
+def _boxed_config() -> tuple:
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    return (LatexExtractionConfig(), ExprExtractionConfig())
+
+
+def verify_any(pairs: tuple[tuple[str, str], ...]) -> bool | None:
+    """True if a candidate equals its gold, False if every pair was compared and none is
+    equal, None (undecided) if none is equal and math-verify could not parse one side of a
+    pair. No own timeouts: the caller bounds the time.
+    A decimal gold is compared by value within its stated precision; expressions with
+    variables that math-verify calls different are compared once more with hyperbolic and
+    trigonometric functions rewritten as exponentials (``\\cosh(x)`` = ``(e^x+e^{-x})/2``)."""
+    from math_verify import verify
+
+    unparsed = False
+    for gold_text, candidate in pairs:
+        golds = parse_boxed(gold_text)
+        predictions = parse_boxed(candidate)
+        if not golds or not predictions:
+            unparsed = True
+            continue
+        if all(isinstance(p, str) for p in golds) or all(isinstance(p, str) for p in predictions):
+            unparsed = True  # math-verify read only the text of a side: a "different" would be unproved
+        gold_number = number_value(gold_text)
+        tolerance = stated_tolerance(gold_text, gold_number) if gold_number is not None else None
+        for prediction in predictions:
+            if tolerance is not None:
+                value = _numeric_value(prediction)
+                if value is not None:
+                    if abs(value - float(gold_number)) <= float(tolerance) * (1 + 1e-9):
+                        return True
+                    continue
+            if any(verify(gold, prediction, timeout_seconds=None) for gold in golds):
+                return True
+            if any(_same_function(gold, prediction) for gold in golds):
+                return True
+    return None if unparsed else False
+
+
+def _numeric_value(parsed) -> float | None:
+    """The value of a parsed answer that is a plain number (``x = 3.1`` counts), else None."""
+    import sympy
+
+    if isinstance(parsed, sympy.Eq):
+        parsed = parsed.rhs
+    if isinstance(parsed, sympy.Basic) and parsed.is_number:
+        try:
+            value = complex(parsed.evalf())
+        except (TypeError, ValueError):
+            return None
+        return value.real if value.imag == 0 else None
+    return None
+
+
+def _same_function(gold, prediction) -> bool:
+    """Rule `symbolic-identity`: two expressions in the same variables whose difference
+    simplifies to 0 once rewritten in exponentials, or that agree numerically at random
+    points (complex constants: `\\frac{1-i}{4}e^{2it}` = `\\frac{e^{2it}}{2+2i}`). Arbitrary
+    constants of a general solution may be named or ordered differently (`A e^t + B e^{-t}`
+    = `C_1 e^t + C_2 e^{-t}`) when the expression also has a real variable (`t`)."""
+    import sympy
+
+    if isinstance(gold, sympy.Eq) and isinstance(prediction, sympy.Eq):  # the same equation, rearranged
+        gold, prediction = gold.lhs - gold.rhs, prediction.lhs - prediction.rhs
+    if not (isinstance(gold, sympy.Expr) and isinstance(prediction, sympy.Expr)):
+        return False
+    names = {x.name: x for x in gold.free_symbols}
+    answer_names = {x.name: x for x in prediction.free_symbols}
+    if not names or len(names.keys() | answer_names.keys()) > 8:
+        return False
+    piecewise = gold.has(*_piecewise()) or prediction.has(*_piecewise())  # floor(n/2), floor(sqrt(n-1)) agree often
+    if names.keys() == answer_names.keys():
+        if "i" in names and not piecewise:  # `i` read as a symbol: the imaginary unit
+            return bool(_agree_numerically(gold, prediction, set(names)))
+        numeric = None if piecewise else _agree_numerically(gold, prediction, set(names))
+        if numeric:
+            return True
+        if numeric is None and gold.free_symbols == prediction.free_symbols:  # undefined at the points, or piecewise
+            return sympy.simplify((gold - prediction).rewrite(sympy.exp)) == 0
+        renamings = _renamings(set(names), set(answer_names))[1:]  # different as written: constants reordered?
+    else:
+        renamings = _renamings(set(names), set(answer_names))
+    return not piecewise and any(
+        _agree_numerically(gold, prediction.xreplace({answer_names[a]: names[g] for a, g in renaming.items()}), set(names))
+        for renaming in renamings
+    )
+
+
+def _piecewise() -> tuple:
+    import sympy
+
+    return (sympy.floor, sympy.ceiling, sympy.frac, sympy.Abs, sympy.sign, sympy.Mod, sympy.Piecewise, sympy.Min, sympy.Max)
+
+
+_NUMBERED_CONSTANT = re.compile(r"^[ack]_?\{?\d\}?$", re.IGNORECASE)  # c_1, C2, k_1, a_1 (math-verify lower-cases)
+_CONSTANT_NAME = re.compile(r"^(?:[a-dk]|[a-dk]_?\{?\d\}?)$", re.IGNORECASE)
+
+
+def _renamings(names: set[str], answer_names: set[str]) -> list[dict[str, str]]:
+    """Renamings (answer name -> gold name) of the answer's arbitrary constants to try: with
+    the same names, the identity first, then every order of the gold's numbered constants (c_1, c_2) when both use the
+    same names, or every bijection of the answer's own constants (A, B) onto them."""
+    import itertools
+
+    identity = {n: n for n in answer_names}
+    if names == answer_names:
+        constants = sorted(n for n in names if _NUMBERED_CONSTANT.match(n))
+        if len(constants) < 2 or len(constants) > 3 or not names - set(constants):
+            return [identity]
+        return [{**identity, **dict(zip(constants, order))} for order in itertools.permutations(constants)]
+    gold_only, answer_only = sorted(names - answer_names), sorted(answer_names - names)
+    shared = names & answer_names
+    if len(gold_only) != len(answer_only) or len(gold_only) > 3 or not shared - {"i"}:
+        return []
+    if not all(_NUMBERED_CONSTANT.match(n) for n in gold_only) or not all(_CONSTANT_NAME.match(n) for n in answer_only):
+        return []  # only a general solution's numbered constants (c_1, c_2) are arbitrary
+    if all(_CONSTANT_NAME.match(n) for n in shared):
+        return []  # no real variable: "a" and "b" are just two different letters
+    return [{**{n: n for n in shared}, **dict(zip(answer_only, order))} for order in itertools.permutations(gold_only)]
+
+
+def _agree_numerically(gold, prediction, symbols: set[str], points: int = 4) -> bool | None:
+    """Equal (relative 1e-9) at ``points`` fixed pseudo-random points, False at the first
+    point where they differ, None when fewer than 2 points are defined."""
+    import random
+
+    import sympy
+
+    names = sorted(symbols)
+    if {s.name for s in prediction.free_symbols} - set(names):
+        return None
+    rng = random.Random(38)
+    defined = 0
+    for _ in range(points):
+        values = {name: sympy.I if name == "i" else sympy.Float(rng.uniform(0.5, 3.5)) for name in names}
+        try:  # symbols are matched by name: the two sides' parses may differ in assumptions
+            a = complex(gold.xreplace({s: values[s.name] for s in gold.free_symbols}).evalf())
+            b = complex(prediction.xreplace({s: values[s.name] for s in prediction.free_symbols}).evalf())
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        if not all(map(_finite, (a, b))):
+            continue
+        defined += 1
+        if abs(a - b) > 1e-9 * max(1.0, abs(a)):
+            return False
+    return True if defined >= 2 else None
+
+
+def _finite(value: complex) -> bool:
+    import math
+
+    return math.isfinite(value.real) and math.isfinite(value.imag)
+
+
+def warm_math_verify() -> None:
+    """Import math-verify (sympy, antlr) and fill its regex and parser caches, so that the
+    time limit covers grading only. Mutes its one-off "timeout is disabled" warnings:
+    ``call_with_time_limit`` bounds the time instead."""
+    import math_verify.grader
+    import math_verify.parser
+
+    math_verify.grader.TIMEOUT_WARNING_SHOWN = True
+    math_verify.parser.TIMEOUT_WARNING_SHOWN = True
+    verify_any(((r"\frac{1}{2}", "0.5"),))

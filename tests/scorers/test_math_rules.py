@@ -1,0 +1,233 @@
+"""The named rules of docs/grading.md added in issue 38, one group per class, with answers
+that must stay wrong beside the ones that must be right."""
+
+from __future__ import annotations
+
+import pytest
+
+from skyeval.scorers.math import equivalent, extract_math_answer, score_math
+
+MINERVA_QUESTION = (
+    "Preamble: ...\n\nSubproblem 0: Find the rate.\n\nSolution: ... $\\boxed{4}$.\n\n"
+    "Final answer: The final answer is 4. I hope it is correct.\n\nSubproblem 1: What is the time?"
+)
+
+
+def graded(generation: str, gold, **kwargs) -> float:
+    """The score with a generous time limit: these tests check verdicts, never speed."""
+    return score_math(generation, gold, timeout_s=60, **kwargs)["score"]
+
+
+# --- invented-part, asked-part: the answer to the asked question, not an invented continuation
+
+
+@pytest.mark.parametrize(
+    ("generation", "gold", "right"),
+    [
+        ("The answer is $\\boxed{5}$.\n\nPart 2: Now find y.\nSo $y = 7$, $\\boxed{7}$", "5", True),
+        ("The answer is $\\boxed{5}$.\n\n**Part (b):** find y. $\\boxed{7}$", "5", True),
+        ("The answer is $\\boxed{5}$.\n\nProblem 2: Now find y. $\\boxed{7}$", "7", False),  # invented box, only right number
+        ("The answer is $\\boxed{5}$. Wait, it should be 7: $\\boxed{7}$", "7", True),  # a real correction
+    ],
+)
+def test_invented_part(generation, gold, right):
+    assert graded(generation, gold) == float(right)
+
+
+@pytest.mark.parametrize(
+    ("generation", "gold", "right"),
+    [
+        # answers k=1, then invents subproblem 2 with its own box
+        ("The time is $\\boxed{3}$ s.\n\nSubproblem 2: What is the speed?\n\nSolution: $\\boxed{8}$.", "3", True),
+        ("The time is $\\boxed{3}$ s.\n\nSubproblem 2: What is the speed?\n\nSolution: $\\boxed{8}$.", "8", False),
+        # restates subproblem 0, then answers subproblem 1 under its heading, then invents 2
+        ("Subproblem 0: ... $\\boxed{4}$.\n\nSubproblem 1: What is the time?\nIt is $\\boxed{3}$.\n\n"
+         "Subproblem 2: speed? $\\boxed{8}$", "3", True),
+        ("Subproblem 0: ... $\\boxed{4}$.\n\nSubproblem 1: What is the time?\nIt is $\\boxed{3}$.\n\n"
+         "Subproblem 2: speed? $\\boxed{8}$", "4", False),
+    ],
+)
+def test_asked_subproblem(generation, gold, right):
+    assert graded(generation, gold, question=MINERVA_QUESTION) == float(right)
+
+
+# --- units, words, formatting
+
+
+@pytest.mark.parametrize(
+    ("generation", "gold", "right"),
+    [
+        (r"$\boxed{4 \times 10^{33} \, \text{erg s}^{-1}}$", "4e33", True),
+        (r"$\boxed{4 \times 10^{33} \, \text{erg s}^{-1}}$", "5e33", False),
+        (r"$\boxed{3.75 \text{ hours}}$", "3.75", True),
+        ("So the total is **194**", "194", True),
+        ("So the total is **194**", "19", False),
+        ("Therefore, the zookeeper needs to order 1400 bananas.", "1400", True),
+        ("The wavelength is 4.569 x 10^-24 meters.", "4.569e-24", True),
+        ("The wavelength is 4.569 x 10^-24 meters.", "4.569e-23", False),
+        ("The area is 7π.", r"7\pi", True),
+        ("The area is 7π.", "7", False),
+    ],
+)
+def test_units_and_formatting(generation, gold, right):
+    assert graded(generation, gold) == float(right)
+
+
+# --- fallback-whole-expression: no box, the whole final expression or nothing
+
+
+@pytest.mark.parametrize(
+    ("generation", "expected"),
+    [
+        (r"The probability is $1 - \frac{1}{\mathrm{e}}$.", r"1 - \frac{1}{\mathrm{e}}"),
+        (r"So $\begin{pmatrix} 4 \\ 5 \end{pmatrix}$.", r"\begin{pmatrix} 4 \\ 5 \end{pmatrix}"),
+        (r"The answer simplifies to $10\sqrt{3} + \sqrt4$.", r"10\sqrt{3} + \sqrt4"),
+        ("The line is $y = -2x$.", "y = -2x"),
+        ("The area is 7π.", r"7\pi"),
+        ("The solutions are 1, 2.", "1, 2"),
+        ("So the total is **194**", "194"),
+        ("we get $x = 2 + 3 = 5$ in the end", "5"),
+        ("So, the magnitude of $z^2$ is 4.", "4"),
+        ("It will take 2 months. The total cost is a lot.", None),
+        ("Let us think about it.", None),
+    ],
+)
+def test_fallback_takes_a_whole_expression(generation, expected):
+    assert extract_math_answer(generation) == expected
+    result = score_math(generation, "3")
+    assert result["source"] == ("fallback" if expected else None)
+
+
+@pytest.mark.parametrize(
+    ("generation", "gold", "right"),
+    [
+        (r"The probability is $1 - \frac{1}{\mathrm{e}}$.", r"1 - \frac{1}{\mathrm{e}}", True),
+        (r"The probability is $1 - \frac{1}{\mathrm{e}}$.", "1", False),
+        (r"So $\begin{pmatrix} 4 \\ 5 \end{pmatrix}$.", r"\begin{pmatrix} 4 \\ 5 \end{pmatrix}", True),
+        (r"So $\begin{pmatrix} 4 \\ 5 \end{pmatrix}$.", "4", False),
+        (r"The answer simplifies to $10\sqrt{3} + \sqrt4$.", "10", False),
+        ("The line is $y = -2x$.", "-2", False),
+        ("The line is $y = -2x$.", "-2x", True),
+        ("The solutions are 1, 2.", "2", False),
+        ("It will take 2 months. The total cost is a lot.", "2", False),
+        (r"so the answer is $(x+1)^2$", "x^2+2x+1", True),
+        (r"we get $\tfrac83$", r"\frac{8}{3}", True),
+        (r"we get $\frac34i$", r"\frac{3}{4}i", True),
+        (r"we get $\left(x-2\right)\left(x+2\right)$", "(x-2)(x+2)", True),
+        ("The value of $(26^2 - 24^2 - 10)^2 - 10^2$ is 0.", "8000", False),  # the stated value counts
+    ],
+)
+def test_fallback_grades(generation, gold, right):
+    assert graded(generation, gold) == float(right)
+
+
+# --- equivalence
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "right"),
+    [
+        (r"\frac{1-i}{4}e^{2it}", r"\frac{e^{2it}}{2+2i}", True),
+        (r"\frac{1+i}{4}e^{2it}", r"\frac{e^{2it}}{2+2i}", False),
+        (r"c_2 e^{-t} + c_1 e^{t}", r"C_1 e^{t} + C_2 e^{-t}", True),
+        (r"A e^{t} + B e^{-t}", r"C_1 e^{t} + C_2 e^{-t}", True),
+        (r"A e^{t} + B e^{t}", r"C_1 e^{t} + C_2 e^{-t}", False),
+        ("a + 2b", "b + 2a", False),  # letters are not arbitrary constants
+        (r"y = 1 - x", r"x + y = 1", True),
+        (r"p(s)=s^2+\omega^2", r"s^2+\omega^2", True),
+        (r"E_1, E_2", r"E_{1},E_{2}", True),
+        (r"E_1, E_3", r"E_{1},E_{2}", False),
+        (r"e^{2}", r"\mathrm{e}^2", True),
+        (r"\left\lfloor \frac{n}{2} \right\rfloor", r"\lfloor\sqrt{n-1}\rfloor", False),
+        ("a = -2, b = -2", "-2,-2", True),
+    ],
+)
+def test_equivalence(answer, gold, right):
+    assert graded(f"$\\boxed{{{answer}}}$", gold) == float(right)
+
+
+def test_sets_split_over_boxes_and_hedges():
+    assert graded(r"So the roots are $\boxed{1}, \boxed{2}$.", "1, 2") == 1.0
+    assert graded(r"So the roots are $\boxed{1}, \boxed{2}, \boxed{3}$.", "1, 2") == 0.0  # an extra root
+    assert graded(r"Thus $\boxed{2, 3}$", "2") == 0.0  # an extra root
+    assert graded(r"The answer is $\boxed{2}$ or $\boxed{3}$", "3") == 0.0  # a hedge
+    assert graded(r"The answer is $\boxed{2}$ or $\boxed{3}$", "2") == 0.0
+    assert graded(r"The answer is $\boxed{\frac{1}{2}}$ or $\boxed{0.5}$", "0.5") == 1.0  # one value, two forms
+
+
+def test_equivalent_keeps_its_contract():
+    # a generous limit: the check is the verdict, not the speed (the machine may be loaded)
+    assert equivalent(r"\frac{1-i}{4}e^{2it}", r"\frac{e^{2it}}{2+2i}", timeout_s=60)
+    assert not equivalent("85.71", "600/7", timeout_s=60)
+
+
+# --- precision
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "right"),
+    [
+        ("20.385", "20.39", True),
+        ("20.38", "20.39", False),
+        (r"2.78 \times 10^{-6}", r"2.7778 \times 10^{-6}", True),  # less precise, 3 significant digits
+        (r"2.8 \times 10^{-6}", r"2.7778 \times 10^{-6}", False),  # only 2
+        ("6626.1", "6630", True),  # an integer gold's trailing zero is not significant
+        ("6626", "6630", False),  # integer against integer is exact
+        ("4098", "4100", False),
+        ("85.71", "600/7", False),  # a rounded decimal never equals an exact gold
+        ("2.83", r"2\sqrt{2}", False),
+        ("7.0001", "7", False),
+        ("44241339", "4.4e7", True),
+        (r"4.45 \times 10^{33}", "4.5e33", True),
+        (r"4.1 \times 10^{33}", "4e33", False),
+    ],
+)
+def test_precision(answer, gold, right):
+    assert graded(f"$\\boxed{{{answer}}}$", gold) == float(right)
+
+
+# --- empty-box-loop
+
+
+def test_empty_boxes_after_a_stated_answer():
+    assert graded(r"The answer is 7. \boxed{}\boxed{}\boxed{}", "7") == 1.0
+    assert graded(r"The answer is 7. \boxed{}\boxed{}\boxed{}", "8") == 0.0
+    assert score_math(r"Put your answer in \boxed{}", "7")["parse_error"] == "empty \\boxed{}"  # one empty box: no answer
+
+
+# --- stated-precision: the precision the question asks for
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "asks", "right"),
+    [
+        ("99.95", "99.9", "Give your answer to three significant figures.", False),
+        ("99.94", "99.9", "Give your answer to three significant figures.", True),
+        (r"7.35 \times 10^{14}", "7.353e14", r"Please format your answer as $n \times 10^x$, where $n$ is to 3 decimal places.", False),
+        (r"7.353 \times 10^{14}", "7.353e14", r"Please format your answer as $n \times 10^x$, where $n$ is to 3 decimal places.", True),
+        (r"4.45 \times 10^{33}", "4.5e33", "Give your answer to two significant figures.", True),
+        ("0.5", "0.53", "What is the ratio (to 2 decimal places)?", False),
+        ("0.534", "0.53", "What is the ratio (to 2 decimal places)?", True),
+        ("56", "56", "How much was consumed (to 1 decimal place)?", True),  # the gold itself does not meet it: not applied
+    ],
+)
+def test_stated_precision(answer, gold, asks, right):
+    question = f"Subproblem 0: ...\n\nSubproblem 1: {asks}"
+    assert graded(f"$\\boxed{{{answer}}}$", gold, question=question) == float(right)
+
+
+def test_a_proofs_own_parts_are_not_invented():
+    """OlympiadBench solutions have "Part I." / "Part II." sections before their final box."""
+    generation = ("Part I. Let us first define $n$ rules; the answer is $n$ at least.\n\n"
+                  "Part II. Now we prove there is no other way.\n\nThe final answer is $\\boxed{100}$.")
+    assert graded(generation, "100") == 1.0
+
+
+def test_decimal_places_of_a_tiny_scientific_gold_are_its_mantissas():
+    """Minerva: "rounding your answer to three decimal places" for 1.325e-27 kg m/s. Rounded
+    to 3 decimals both 1.325e-27 and 6.666e-9 are 0.000: that must not make them equal."""
+    question = "Subproblem 1: Express your answer in kilogram meters per second, rounding your answer to three decimal places."
+    assert graded(r"$\boxed{6.666 \times 10^{-9} \, \text{kg} \cdot \text{m/s}}$", "1.325e-27", question=question) == 0.0
+    assert graded(r"$\boxed{1.323 \times 10^{-27} \mathrm{~kg} \cdot \mathrm{m} / \mathrm{s}}$", "1.325e-27", question=question) == 0.0
+    assert graded(r"$\boxed{1.325 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0
+    assert graded(r"$\boxed{1.3252 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0
