@@ -35,7 +35,10 @@ _BOOTSTRAP = (
     "import sys\n"
     "from multiprocessing.connection import Connection\n"
     "conn = Connection(int(sys.argv[1]))\n"
-    "sys.path[:] = conn.recv()\n"
+    "try:\n"
+    "    sys.path[:] = conn.recv()\n"
+    "except (EOFError, OSError):\n"
+    "    sys.exit(0)  # the parent is gone before the worker started\n"
     "from skyeval.scorers.workers import _run\n"
     "_run(conn, int(sys.argv[2]))\n"
 )
@@ -156,16 +159,22 @@ def _run(conn: Connection, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_cleanly)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    gone = (EOFError, BrokenPipeError, ConnectionResetError)  # the parent closed its end
     try:
         target, args = pickle.loads(conn.recv_bytes())
+    except gone:
+        sys.exit(0)
     except BaseException as err:  # noqa: BLE001 - told to the parent, then exit
-        conn.send(("failed", f"{type(err).__name__}: {err}".splitlines()[0][:500]))
+        try:
+            conn.send(("failed", f"{type(err).__name__}: {err}".splitlines()[0][:500]))
+        except gone:
+            pass
         sys.exit(3)
-    conn.send(("started", None))
     try:
+        conn.send(("started", None))
         target(conn, *args)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the parent closed its end: nothing left to do
+    except gone:
+        pass  # nothing left to do
 
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
