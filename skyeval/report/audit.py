@@ -79,9 +79,9 @@ def audit_run(run_dir: Path, out: Path) -> dict[str, Any]:
             if ours.get("parse_error"):
                 reasons[ours["parse_error"]] += 1
             states[ours.get("reasoning_state") or "none"] += 1
-            sources[ours.get("source") or "none"] += 1
+            sources[ours.get("answer_source") or "none"] += 1
             verdicts[ours.get("verdict") or "undecided"] += 1
-            if ours.get("source") == "fallback":
+            if ours.get("answer_source") == "fallback":
                 fallbacks.write(json.dumps({
                     "id": record.get("id"), "sample_idx": record.get("sample_idx"), "gold": gold,
                     "extracted": ours.get("extracted"), "skyeval": ours["score"], "verdict": ours.get("verdict"),

@@ -95,7 +95,7 @@ def test_units_and_formatting(generation, gold, right):
 def test_fallback_takes_a_whole_expression(generation, expected):
     assert extract_math_answer(generation) == expected
     result = score_math(generation, "3")
-    assert result["source"] == ("fallback" if expected else None)
+    assert result["answer_source"] == ("fallback" if expected else None)
 
 
 @pytest.mark.parametrize(

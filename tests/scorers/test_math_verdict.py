@@ -38,7 +38,7 @@ def test_a_time_out_is_undecided():
 
 def test_unclosed_reasoning_is_undecided():
     result = score_math("<think>so the answer is \\boxed{3}", "3")
-    assert result["parse_failed"] and result["verdict"] == UNDECIDED and result["source"] is None
+    assert result["parse_failed"] and result["verdict"] == UNDECIDED and result["answer_source"] is None
 
 
 @pytest.mark.parametrize(
@@ -54,4 +54,4 @@ def test_unclosed_reasoning_is_undecided():
 )
 def test_source(generation, source):
     result = score_math(generation, "12", hash_answer=generation.startswith("####"))
-    assert result["source"] == source and result["verdict"] == EQUAL
+    assert result["answer_source"] == source and result["verdict"] == EQUAL

@@ -44,14 +44,14 @@ def score_math(
     names the asked part of a multi-part problem ("Subproblem k"). Never raises, never
     hangs. Returns ``{"score": 0.0|1.0, "extracted": str|None, "parse_failed": bool,
     "parse_error": str|None, "timed_out": bool, "reasoning_state": closed|unclosed|none,
-    "verdict": equal|different|undecided, "source": box|statement|fallback|None}``;
+    "verdict": equal|different|undecided, "answer_source": box|statement|fallback|None}``;
     ``parse_failed`` means nothing was extracted and ``parse_error`` says why. ``verdict``
     is "equal" when the rules proved the answer equal (score 1.0), "different" when they
     proved it different, "undecided" when there is no answer or the rules could not decide
     (math-verify could not parse a side, or the time limit ran out): a model judge's cue.
     """
     result = {"score": 0.0, "extracted": None, "parse_failed": True, "parse_error": NO_ANSWER, "timed_out": False,
-              "reasoning_state": "none", "verdict": UNDECIDED, "source": None}
+              "reasoning_state": "none", "verdict": UNDECIDED, "answer_source": None}
     deadline = time.monotonic() + timeout_s
     try:
         text, state, error = final_response(
@@ -65,7 +65,7 @@ def score_math(
         if found is None:
             result["parse_error"] = error or NO_ANSWER
             return result
-        result.update(extracted=found.answer, parse_failed=False, parse_error=None, source=found.source)
+        result.update(extracted=found.answer, parse_failed=False, parse_error=None, answer_source=found.source)
         golds = [g for g in map(labelled, as_list(expected)) if g[1]]
         candidates = [labelled(found.answer)]
         hedge = len(set(found.box_run)) > 1 and not any(is_answer_set(g) for _, g in golds)
