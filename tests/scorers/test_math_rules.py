@@ -231,3 +231,9 @@ def test_decimal_places_of_a_tiny_scientific_gold_are_its_mantissas():
     assert graded(r"$\boxed{1.323 \times 10^{-27} \mathrm{~kg} \cdot \mathrm{m} / \mathrm{s}}$", "1.325e-27", question=question) == 0.0
     assert graded(r"$\boxed{1.325 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0
     assert graded(r"$\boxed{1.3252 \times 10^{-27}}$", "1.325e-27", question=question) == 1.0
+
+
+def test_an_equation_whose_side_is_a_set_is_graded_not_raised():
+    # liveaops lists `x = \{-2, 0\}`-style answers; sympy cannot subtract a set from a symbol
+    assert equivalent(r"x = \{-2, 0\}", r"x = \{-2, 0\}")
+    assert not equivalent(r"x = \{-2, 0, -\sqrt{7/2}, \sqrt{7/2}\}", r"x = \{-2, 0\}")

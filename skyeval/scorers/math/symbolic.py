@@ -85,6 +85,15 @@ def _numeric_value(parsed) -> float | None:
 
 
 def _same_function(gold, prediction) -> bool:
+    """`_identity`, and False where sympy cannot take the pair at all (an equation whose
+    side is a set: `x = \\{-2, 0\\}`): this rule only ever proves equality."""
+    try:
+        return _identity(gold, prediction)
+    except (TypeError, ValueError, AttributeError, ArithmeticError, RecursionError):
+        return False
+
+
+def _identity(gold, prediction) -> bool:
     """Rule `symbolic-identity`: two expressions in the same variables whose difference
     simplifies to 0 once rewritten in exponentials, or that agree numerically at random
     points (complex constants: `\\frac{1-i}{4}e^{2it}` = `\\frac{e^{2it}}{2+2i}`). Arbitrary
