@@ -28,7 +28,9 @@ def _refused(tmp_path: Path, *args: str, env: dict | None = None) -> str:
 
 @pytest.mark.parametrize("offline", [False, True])
 def test_a_missing_hub_model_is_exit_2_before_any_folder(tmp_path, data_dir, offline):
-    hub = {"HF_HUB_OFFLINE": "1"} if offline else {"HF_ENDPOINT": "http://127.0.0.1:9"}  # nothing listens on port 9
+    # online: "0" explicitly, since skyeval turns this process offline once a test found the hub unreachable
+    hub = {"HF_HUB_OFFLINE": "1"} if offline else {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+                                                   "HF_ENDPOINT": "http://127.0.0.1:9"}  # nothing listens on port 9
     line = _refused(tmp_path, "model_config=vllm", "model_config.model_source=no/such-model",
                     env={**hub, "HF_HOME": str(tmp_path / "hf")})  # an empty cache
     assert "model_config.model_source=no/such-model: not a local path and not in the Hugging Face cache" in line
