@@ -108,6 +108,22 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def model_config_class(target: str, key: str = "model_config") -> type:
+    """The model config class `_target_` names (a ModelConfig subclass), or a ConfigError
+    naming `key` (the config section it was read from)."""
+    from hydra.utils import get_class
+
+    from skyeval.errors import ConfigError
+
+    try:
+        cls = get_class(target)
+    except Exception as err:  # noqa: BLE001 - any import failure is the same user error
+        raise ConfigError(f"{key}._target_: cannot import {target!r} ({err})") from None
+    if not (isinstance(cls, type) and issubclass(cls, ModelConfig)):
+        raise ConfigError(f"{key}._target_: {target} is not a model config (a skyeval.backends.base.ModelConfig)")
+    return cls
+
+
 @dataclass
 class ModelConfig:
     """Fields every model config has. `model` is accepted as another name for

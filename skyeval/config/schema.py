@@ -25,7 +25,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from skyeval.backends.base import ModelConfig, SamplingParams, ScalingConfig, class_path
+from skyeval.backends.base import ModelConfig, SamplingParams, ScalingConfig, class_path, model_config_class
 from skyeval.errors import ConfigError
 from skyeval.grading.config import GradingConfig
 from skyeval.metrics.specs import MetricSpec, as_specs, samples_needed
@@ -193,17 +193,6 @@ def metrics_sampling(metrics: Any, sampling: dict[str, Any], where: str) -> dict
     return sampling
 
 
-def model_config_class(target: str) -> type:
-    """The model config class `_target_` names (a ModelConfig subclass), or a ConfigError."""
-    from hydra.utils import get_class
-
-    try:
-        cls = get_class(target)
-    except Exception as err:  # noqa: BLE001 - any import failure is the same user error
-        raise ConfigError(f"model_config._target_: cannot import {target!r} ({err})") from None
-    if not (isinstance(cls, type) and issubclass(cls, ModelConfig)):
-        raise ConfigError(f"model_config._target_: {target} is not a model config (a skyeval.backends.base.ModelConfig)")
-    return cls
 
 
 def register() -> None:
@@ -249,7 +238,7 @@ def _typed(data: dict[str, Any]) -> Any:
     data["model_config"] = OmegaConf.merge(schema_node(cls), model)
     judge = (data.get("grading") or {}).get("judge")
     if isinstance(judge, dict):  # typed by its `_target_` too: a misspelt key is refused
-        judge_cls = model_config_class(judge.get("_target_") or GRADING_JUDGE)
+        judge_cls = model_config_class(judge.get("_target_") or GRADING_JUDGE, "grading.judge")
         try:
             judge = OmegaConf.merge(schema_node(judge_cls), judge)
         except OmegaConfBaseException as err:

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from skyeval.backends.base import ModelConfig
+from skyeval.backends.base import ModelConfig, model_config_class
 from skyeval.errors import ConfigError
 
 MODES = ("off", "fallback", "always", "audit")
@@ -84,7 +84,7 @@ def judge_config(judge: Any, *, required: bool) -> Any:
             raise ConfigError("grading.judge.model_source is required when grading.mode is not off: "
                               "e.g. grading.judge.model_source=gpt-4o-mini")
         return dict(judge)
-    cls = _model_class(dict(judge).get("_target_") or DEFAULT_JUDGE)
+    cls = model_config_class(dict(judge).get("_target_") or DEFAULT_JUDGE, "grading.judge")
     known = {f.name for f in dataclasses.fields(cls)} | {"model"}
     unknown = sorted(set(fields) - known)
     if unknown:
@@ -96,14 +96,3 @@ def judge_config(judge: Any, *, required: bool) -> Any:
                           f"{', '.join(sorted(k for k in known if not k.startswith('_')))}")
     return cls(**fields)
 
-
-def _model_class(target: str) -> type:
-    from hydra.utils import get_class
-
-    try:
-        cls = get_class(target)
-    except Exception as err:  # noqa: BLE001 - any import failure is the same user error
-        raise ConfigError(f"grading.judge._target_: cannot import {target!r} ({err})") from None
-    if not (isinstance(cls, type) and issubclass(cls, ModelConfig)):
-        raise ConfigError(f"grading.judge._target_: {target} is not a model config")
-    return cls
