@@ -383,7 +383,7 @@ class ChunkResult:
     sweep: dict[str, int] = field(default_factory=dict)
 
 
-SWEEP = (0.5, 0.55, 0.6, 0.65, 0.7, 0.8)  # paraphrase thresholds --report-only tabulates
+SWEEP = (0.1, 0.12, 0.15, 0.18, 0.2, 0.25, 0.3)  # paraphrase thresholds --report-only tabulates
 MATCH_KINDS = ("exact", "near", "contains", "paraphrase", "model")
 
 

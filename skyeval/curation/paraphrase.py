@@ -1,28 +1,28 @@
 """The meaning-level check: a benchmark problem restated in other words, with the same
 quantities (docs/curation.md, "paraphrase").
 
-A text becomes a set of features: content words, stemmed and folded onto a small synonym
-table (`purchased` = `bought` = `buy`), and numbers (`five` = `5`, `$1,200` = `1200`,
-`twice` = `2`, `half` = `0.5`). Each feature weighs its idf over the benchmark problems;
-features of more than `max_df` of the problems (stop words, "how many") are not indexed.
+A text becomes content words, stemmed and folded onto a small synonym table (`purchased`
+= `bought` = `buy`), and quantities parsed from the raw text (`five` = `5`, `$1,200` =
+`1200`, `50%` = `0.5`, `twice` = `2`, `three quarters` = `0.75`). Each weighs its idf over
+the benchmark problems.
 
-1. Retrieval (vectorized, every row): a chunk's rows (their normalized words, shared with
-   the n-gram check) times the inverted index (a sparse word x problem matrix of weights)
-   gives each pair's word coverage and focus exactly, hence an upper bound of its score
-   (quantity coverage 1); the `TOP_K` pairs of a row with the highest bound, if it reaches
-   the threshold, are scored.
-2. Scoring (those pairs only): the mean of the word coverage (idf-weighted share of the
-   problem's content words the row holds) and the quantity coverage (idf-weighted share of
-   the problem's quantities, parsed from the raw text with percentages, fractions and
-   compound number words, found in the row; trusted less when the problem's quantities
-   are few and common, such as "2 and 3"), scaled down when less than `FOCUS` of the
-   row's own word weight is the problem's (a long text covering a problem's words by
-   chance). A row matches when the score reaches `threshold` (default `DEFAULT_THRESHOLD`,
-   measured on the development set of tests/curation/data: docs/curation.md).
+1. Retrieval (vectorized, every row): the inverted index holds each problem's rare words
+   (those of at most `MAX_DF` of the problems, and at most `MAX_POSTINGS`) and its
+   `RETRIEVAL_WORDS` rarest ones. A row is scored against the problems whose indexed words
+   it shares, `RETRIEVAL` of their weight at least, and whose score could still reach the
+   threshold; the `TOP_K` best of a row on those words.
+2. Scoring (those pairs): `combine` = the problem's word coverage (idf-weighted share of
+   its words the row holds) x its quantity coverage (idf-weighted share of its quantities
+   found in the row) x its `trust` (how much its quantities and words carry: "2 and 3",
+   or a few words, match other texts by chance), scaled down when less than `FOCUS` of the
+   row's word weight is the problem's (a long text covering a problem's words by chance)
+   and when the row holds quantities the problem has not. A row matches at `threshold`
+   (default `DEFAULT_THRESHOLD`, chosen on the development set of tests/curation/data:
+   docs/curation.md gives its precision and recall).
 
-Problems with fewer than `MIN_FEATURES` indexed words or no quantity (a one-line
-"Simplify $\\sqrt{242}$") are left to the n-gram check: a paraphrase of them is not told
-apart from chance.
+Problems with fewer than `MIN_FEATURES` words or no quantity (a one-line "Simplify
+$\\sqrt{242}$") are left to the n-gram check: a paraphrase of them is not told apart from
+chance.
 """
 
 from __future__ import annotations
@@ -38,18 +38,22 @@ if TYPE_CHECKING:
     import numpy as np
     import scipy.sparse
 
-DEFAULT_THRESHOLD = 0.6
-TOP_K = 20  # pairs scored per row (those of the highest bound)
+DEFAULT_THRESHOLD = 0.18  # chosen on the development set (docs/curation.md)
+TOP_K = 10  # pairs scored per row (those of the highest bound)
+RETRIEVAL_WORDS = 3  # a problem's rarest words always in the inverted index
+RETRIEVAL = 0.1  # share of a problem's rare word weight a row must hold to be scored against it
 MIN_FEATURES = 4
-FOCUS = 0.3  # share of a row's word weight that must be the problem's for a full score
-QUANTITY_INFORMATION = 5.0  # summed idf of a problem's quantities for them to count fully ("2, 3": ~2)
-MAX_DF = 0.05  # features of more than this share of the problems are not indexed,
-MAX_POSTINGS = 100  # nor of more problems than this (bounds the retrieval's work per row)
+FOCUS = 0.2  # share of a row's word weight that must be the problem's for a full score
+# a problem is fully trusted when its quantities carry this much information and its words
+# this much (summed idf, in units of the idf of a feature of one problem alone)
+QUANTITY_INFORMATION = 1.2  # a number of its own, or several common ones ("2 and 3" carry ~0.3)
+WORD_INFORMATION = 4.4
+EXTRA = 0.8  # how much quantities of the row that the problem has not lower the score
+MAX_DF = 0.05  # words of more than this share of the problems are common: not in the inverted index,
+MAX_POSTINGS = 100  # nor those of more problems than this (bounds the retrieval's work per row)
 MAX_CACHE = 500_000  # tokens remembered per process when texts are read here (check without features)
 
 _NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
-_QUANTITY = re.compile(  # a number (with /denominator, with %) | a word | a fraction glyph
-    r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?|([a-z]+)|([½⅓⅔¼¾])")
 _GLYPHS = {"½": Fraction(1, 2), "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "¼": Fraction(1, 4),
            "¾": Fraction(3, 4)}
 
@@ -71,6 +75,12 @@ NUMBER_WORDS: dict[str, int | Fraction] = {
     "third": Fraction(1, 3), "thirds": Fraction(1, 3), "fourth": Fraction(1, 4), "fourths": Fraction(1, 4),
     "fifth": Fraction(1, 5), "fifths": Fraction(1, 5), "tenth": Fraction(1, 10), "tenths": Fraction(1, 10),
 }
+# a number (1,200  2.5  3/4  50%  50 percent); `quantities` looks at the character before it
+_DIGITS = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*/\s*(\d+))?(\s*%|\s+percent)?")
+_LEADING_DIGITS = re.compile(r"\d+")
+_GLYPH = re.compile("[½⅓⅔¼¾]")
+# runs of ASCII letters become words, digits "#" (a number between two number words parts them)
+_LETTER_RUNS = bytes(c if chr(c).isalpha() else 35 if chr(c).isdigit() else 32 for c in range(128)) + bytes(range(128, 256))
 _TENS = {"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
 
 # words a rewrite swaps for each other, folded onto the first of each group (after stemming)
@@ -114,7 +124,9 @@ _SYNONYM_OF = {stem(w): stem(group.split()[0]) for group in SYNONYMS for w in gr
 
 def number_text(value: Fraction | int) -> str:
     """A quantity as one canonical string: 1200, 0.5, 0.333333 (6 places)."""
-    value = Fraction(value).limit_denominator(10**6)
+    if isinstance(value, int):
+        return str(value)
+    value = value.limit_denominator(10**6)
     if value.denominator == 1:
         return str(value.numerator)
     return f"{float(value):.6f}".rstrip("0")
@@ -143,32 +155,40 @@ def features(text: str) -> set[str]:
 def quantities(text: str) -> set[str]:
     """The quantities of a text: numbers (commas dropped), `50%` as 0.5 (and 50), `3/4`, `¾`,
     number words with compounds (`twenty-five` = 25, `two hundred` = 200, `two thirds`)."""
+    text = text.lower()
     found: set[str] = set()
-    pending: Fraction | int | None = None  # a number word waiting for its compound
-    previous = ""
-    for number, denominator, percent, word, glyph in _QUANTITY.findall(text.lower()):
-        if number or glyph:
-            if pending is not None:
-                found.add(number_text(pending))
-                pending = None
-            if glyph:
-                found.add(number_text(_GLYPHS[glyph]))
+    for m in _DIGITS.finditer(text):
+        start, (number, denominator, percent) = m.start(), m.groups()
+        before = text[start - 1] if start else " "
+        if before.isalnum() or before == "_":  # part of a word: x2
+            continue
+        if before == ".":  # .5, unless part of a word or a number: v.2, 1.2.3
+            if start > 1 and (text[start - 2].isalnum() or text[start - 2] in "._"):
                 continue
-            value = Fraction(number.replace(",", ""))
+            number = "." + _LEADING_DIGITS.match(number).group()
+        number = number.replace(",", "")
+        whole, _, decimals = number.partition(".")
+        if not (denominator or percent or len(decimals) > 6):  # 1200, 2.50: written as number_text would
+            decimals = decimals.rstrip("0")
+            found.add(f"{int(whole or 0)}.{decimals}" if decimals else str(int(whole or 0)))
+        else:
+            value = Fraction(number)
             if denominator and int(denominator):
                 value /= int(denominator)
             found.add(number_text(value))
             if percent:
                 found.add(number_text(value / 100))
-            continue
-        value = NUMBER_WORDS.get(word)
-        if value is None:
-            if pending is not None:
-                found.add(number_text(pending))
-                pending = None
-            continue
+    if not text.isascii():
+        found.update(number_text(_GLYPHS[glyph]) for glyph in _GLYPH.findall(text))
+    words = text.encode().translate(_LETTER_RUNS).decode().split()
+    pending: Fraction | int | None = None  # a number word waiting for its compound
+    previous, last = "", -2
+    for position, word in [(i, w) for i, w in enumerate(words) if w in NUMBER_WORDS]:
+        value = NUMBER_WORDS[word]
         if pending is not None:
-            if previous in _TENS and isinstance(value, int) and value < 10:
+            if position != last + 1:  # another word (or a number) in between
+                found.add(number_text(pending))
+            elif previous in _TENS and isinstance(value, int) and value < 10:
                 value = pending + value  # twenty-five
             elif value in (100, 1000, 1000000) and isinstance(pending, int):
                 value = pending * value  # two hundred
@@ -176,7 +196,7 @@ def quantities(text: str) -> set[str]:
                 value = pending * value  # three quarters, two thirds
             else:
                 found.add(number_text(pending))
-        pending, previous = value, word
+        pending, previous, last = value, word, position
     if pending is not None:
         found.add(number_text(pending))
     return found
@@ -194,13 +214,22 @@ def _variants(word: str) -> list[str]:
     return forms
 
 
-def combine(words: float, numbers: float, focus: float, information: float) -> float:
-    """The score of a pair: the mean of its word coverage and its quantity coverage (the
-    latter trusted in proportion to the problem's quantity `information`, up to
-    `QUANTITY_INFORMATION`), scaled down when less than `FOCUS` of the row's word weight
-    is the problem's."""
-    trust = min(1.0, information / QUANTITY_INFORMATION)
-    return (words + numbers * trust) / 2 * min(1.0, focus / FOCUS)
+def trust(quantities: dict[str, float], words: float, unit: float) -> float:
+    """How far a match on a problem can be trusted, from what its quantities and words
+    carry (summed idf): a few common numbers ("2 and 3"), a few words ("Find the sum of
+    the digits of 2^4") match other texts by chance."""
+    information = sum(quantities.values()) / unit
+    return math.sqrt(min(1.0, information / QUANTITY_INFORMATION)) * min(1.0, words / unit / WORD_INFORMATION)
+
+
+def combine(words, focus, numbers, extra, trusted):  # floats, or numpy arrays of pairs
+    """The score of a pair: the problem's word coverage, times its quantity coverage, times
+    its `trust`, scaled down when less than `FOCUS` of the row's word weight is the
+    problem's and when the row holds quantities the problem has not (`extra`: their share
+    of the row's quantity weight)."""
+    import numpy as np
+
+    return words * np.minimum(1.0, focus / FOCUS) ** 2 * numbers ** 2 * trusted * (1 - EXTRA * extra)
 
 
 @dataclass
@@ -212,19 +241,25 @@ class ParaphraseMatch:
     words: float  # idf-weighted share of the problem's content words found in the row
     numbers: float  # idf-weighted share of the problem's quantities found in the row
     focus: float  # share of the row's word weight that is the problem's
+    extra: float  # share of the row's quantity weight that is not the problem's
 
 
 @dataclass
 class ParaphraseIndex:
-    """An inverted index of benchmark problems' features, for retrieval then scoring."""
+    """An index of benchmark problems' features, for retrieval then scoring."""
 
     threshold: float
-    feature_ids: dict[str, int]  # indexed features (numbers start with "#")
-    is_word: "np.ndarray"  # per feature id: a word (not a number)
-    word_weights: "np.ndarray"  # per feature id: its idf if a word, else 0
-    retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights
-    word_totals: "np.ndarray"  # per problem: summed weight of its indexed words (inf: not indexed)
+    feature_ids: dict[str, int]  # word features of the problems
+    word_weights: "np.ndarray"  # per feature id: its idf
+    retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights of its retrieval words
+    common: "scipy.sparse.csr_matrix"  # problem x word feature: idf weights of its other words
+    word_totals: "np.ndarray"  # per problem: summed weight of its words (inf: not indexed)
+    common_totals: "np.ndarray"  # per problem: summed weight of its other words
+    rare_totals: "np.ndarray"  # per problem: summed weight of its retrieval words
+    trust: "np.ndarray"  # per problem: its `trust` (0: not indexed)
     problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight ({}: not indexed)
+    quantity_weights: dict[str, float]  # every problem quantity -> its idf (others: `unknown_weight`)
+    unknown_weight: float  # the idf of a quantity of no problem
     cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> word feature id or -1
     token_features: "np.ndarray | None" = None  # vocabulary id -> word feature id or -1 (extend_vocabulary)
 
@@ -245,8 +280,7 @@ class ParaphraseIndex:
 
     def _word_feature_id(self, token: str) -> int:
         feature = word_feature(token)
-        found = self.feature_ids.get(feature, -1) if feature else -1
-        return found if found >= 0 and self.is_word[found] else -1
+        return self.feature_ids.get(feature, -1) if feature and feature[0] != "#" else -1
 
     @classmethod
     def build(cls, texts: list[str], *, threshold: float = DEFAULT_THRESHOLD, max_df: float = MAX_DF,
@@ -256,7 +290,7 @@ class ParaphraseIndex:
 
         if not 0 < threshold <= 1:
             raise ValueError(f"paraphrase threshold must be in (0, 1], got {threshold}")
-        per_problem = [features(t) for t in texts]
+        per_problem = [{f for f in features(t) if f[0] != "#"} for t in texts]
         per_quantities = [quantities(t) for t in texts]
         count = len(texts)
         df: dict[str, int] = {}
@@ -264,26 +298,39 @@ class ParaphraseIndex:
             for f in fs | {"#" + q for q in qs}:
                 df[f] = df.get(f, 0) + 1
         idf = {f: math.log((count + 1) / (n + 0.5)) for f, n in df.items()}
-        limit = max(2, min(int(max_df * count), MAX_POSTINGS))
-        kept = sorted(f for f, n in df.items() if n <= limit)
+        unit = math.log((count + 1) / 1.5)  # the idf of a feature of one problem alone
+        rare = max(2, min(int(max_df * count), MAX_POSTINGS))  # a word of more problems is common
+        kept = sorted(f for f in df if f[0] != "#")
         feature_ids = {f: i for i, f in enumerate(kept)}
-        weights = np.array([idf[f] for f in kept], dtype=np.float32)
-        is_word = np.array([not f.startswith("#") for f in kept], dtype=bool)
-        word_weights = np.where(is_word, weights, 0).astype(np.float32)
-        rows, cols, problem_quantities = [], [], []
+        word_weights = np.array([idf[f] for f in kept], dtype=np.float32)
+        is_rare = np.array([df[f] <= rare for f in kept], dtype=bool)
+        rows, cols, retrieved, problem_quantities = [], [], [], []
         totals = np.full(count, np.inf, dtype=np.float32)
+        trusts = np.zeros(count, dtype=np.float32)
         for problem, (fs, qs) in enumerate(zip(per_problem, per_quantities)):
-            words = [feature_ids[f] for f in fs if f in feature_ids and not f.startswith("#")]
-            if len(words) < min_features or not qs:
+            ids = sorted((feature_ids[f] for f in fs), key=lambda i: (-word_weights[i], i))  # rarest first
+            if len(ids) < min_features or not qs:
                 problem_quantities.append({})
                 continue
             problem_quantities.append({q: idf["#" + q] for q in qs})
-            rows.extend(words)
-            cols.extend([problem] * len(words))
-            totals[problem] = word_weights[words].sum()
+            rows.extend(ids)
+            cols.extend([problem] * len(ids))
+            # its rare words, and its `RETRIEVAL_WORDS` rarest ones whatever their count, retrieve it
+            retrieved.extend(is_rare[i] or rank < RETRIEVAL_WORDS for rank, i in enumerate(ids))
+            totals[problem] = word_weights[ids].sum()
+            trusts[problem] = trust(problem_quantities[-1], totals[problem], unit)
         rows_a, cols_a = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
-        retrieval = scipy.sparse.csr_matrix((word_weights[rows_a], (rows_a, cols_a)), shape=(len(kept), count))
-        return cls(threshold, feature_ids, is_word, word_weights, retrieval, totals, problem_quantities)
+        rare_entry = np.array(retrieved, dtype=bool)
+        shape = (len(kept), count)
+        retrieval = scipy.sparse.csr_matrix((word_weights[rows_a[rare_entry]], (rows_a[rare_entry],
+                                            cols_a[rare_entry])), shape=shape)
+        common = scipy.sparse.csr_matrix((word_weights[rows_a[~rare_entry]], (cols_a[~rare_entry],
+                                         rows_a[~rare_entry])), shape=shape[::-1])
+        common_totals = np.asarray(common.sum(axis=1), dtype=np.float32).ravel()
+        rare_totals = np.asarray(retrieval.sum(axis=0), dtype=np.float32).ravel()
+        quantity_weights = {f[1:]: w for f, w in idf.items() if f[0] == "#"}
+        return cls(threshold, feature_ids, word_weights, retrieval, common, totals, common_totals, rare_totals, trusts,
+                   problem_quantities, quantity_weights, math.log((count + 1) / 0.5))
 
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "features": len(self.feature_ids),
@@ -298,9 +345,12 @@ class ParaphraseIndex:
     def score(self, problem: int, words: float, focus: float, row_quantities: set[str]) -> ParaphraseMatch:
         """The score of one (row, problem) pair from its word coverage and focus."""
         numbers = self.problem_quantities[problem]
-        number_cov = sum(w for q, w in numbers.items() if q in row_quantities) / sum(numbers.values())
-        score = combine(words, number_cov, focus, sum(numbers.values()))
-        return ParaphraseMatch(problem, round(score, 4), round(words, 4), round(number_cov, 4), round(focus, 4))
+        found = sum(w for q, w in numbers.items() if q in row_quantities)
+        row_total = sum(self.quantity_weights.get(q, self.unknown_weight) for q in row_quantities)
+        extra = 1 - found / row_total if row_total else 0.0
+        score = float(combine(words, focus, found / sum(numbers.values()), extra, float(self.trust[problem])))
+        return ParaphraseMatch(problem, round(score, 4), round(words, 4), round(found / sum(numbers.values()), 4),
+                               round(focus, 4), round(extra, 4))
 
     def check(self, texts: list[str], threshold: float | None = None,
               features: "tuple[np.ndarray, np.ndarray] | None" = None) -> list[ParaphraseMatch | None]:
@@ -330,19 +380,28 @@ class ParaphraseIndex:
                                         shape=(len(texts), len(self.feature_ids)))
         query.sum_duplicates()
         query.data[:] = 1.0
-        row_weight = query @ self.word_weights
-        hits = (query @ self.retrieval).tocoo()  # weight of each problem's words the row holds
-        words = hits.data / self.word_totals[hits.col]
-        focus = np.minimum(1.0, hits.data / np.maximum(row_weight[hits.row], 1e-9))
-        # the quantity coverage adds at most 1: pairs that cannot reach the threshold are dropped
-        bound = (words + 1) / 2 * np.minimum(1.0, focus / FOCUS)
+        row_weight = np.maximum(query @ self.word_weights, 1e-9)
+        hits = (query @ self.retrieval).tocoo()  # weight of each problem's retrieval words the row holds
+        # candidates: pairs sharing `RETRIEVAL` of the problem's retrieval word weight whose
+        # score could reach the threshold (were every other word of the problem in the row, all
+        # its quantities found and none extra); a row's `TOP_K` best on those words are scored
+        retrieved = np.flatnonzero(hits.data >= RETRIEVAL * self.rare_totals[hits.col])
+        pair_rows, problems, rare = hits.row[retrieved], hits.col[retrieved], hits.data[retrieved]
+        bound = self._partial(rare + self.common_totals[problems], pair_rows, problems, row_weight)
         keep = np.flatnonzero(bound >= threshold)
-        keep = keep[np.lexsort((-bound[keep], hits.row[keep]))]  # by row, best bound first
-        ranks = np.arange(len(keep)) - np.searchsorted(hits.row[keep], hits.row[keep], side="left")
+        rank = self._partial(rare[keep], pair_rows[keep], problems[keep], row_weight)
+        keep = keep[np.argsort(pair_rows[keep] * 2.0 - rank, kind="stable")]  # by row, best first
+        ranks = np.arange(len(keep)) - np.searchsorted(pair_rows[keep], pair_rows[keep], side="left")
         keep = keep[ranks < TOP_K]
+        pair_rows, problems = pair_rows[keep], problems[keep]
+        shared = rare[keep] + np.asarray(query[pair_rows].multiply(self.common[problems]).sum(axis=1)).ravel()
+        partial = self._partial(shared, pair_rows, problems, row_weight)
+        keep = np.flatnonzero(partial >= threshold)
+        words = shared[keep] / self.word_totals[problems[keep]]
+        focus = np.minimum(1.0, shared[keep] / row_weight[pair_rows[keep]])
         row_quantities: dict[int, set[str]] = {}
-        for row, problem, w, f in zip(hits.row[keep].tolist(), hits.col[keep].tolist(), words[keep].tolist(),
-                                      focus[keep].tolist()):
+        for row, problem, w, f in zip(pair_rows[keep].tolist(), problems[keep].tolist(), words.tolist(),
+                                      focus.tolist()):
             if row not in row_quantities:
                 row_quantities[row] = quantities(texts[row])
             match = self.score(problem, w, f, row_quantities[row])
@@ -350,3 +409,12 @@ class ParaphraseIndex:
             if match.score >= threshold and (best is None or match.score > best.score):
                 results[row] = match
         return results
+
+    def _partial(self, shared: "np.ndarray", rows: "np.ndarray", problems: "np.ndarray",
+                 row_weight: "np.ndarray") -> "np.ndarray":
+        """The score of pairs whose shared word weight is `shared`, were every quantity of
+        the problem found in the row and none extra (an upper bound of their score)."""
+        import numpy as np
+
+        words = np.minimum(1.0, shared / self.word_totals[problems])
+        return combine(words, shared / row_weight[rows], 1.0, 0.0, self.trust[problems])
