@@ -144,6 +144,8 @@ def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
         sys.exit("curate: decontaminate needs --out DIR (or --report-only)")
     if bool(args.embeddings_url) != bool(args.embedding_model):
         sys.exit("curate: the model stage needs both --embeddings-url and --embedding-model")
+    if (args.judge_backend or args.judge_set) and not args.judge_model:
+        sys.exit("curate: --judge-backend and --judge-set need --judge-model")
     against = args.against.split(",") if args.against else None
     paraphrase = None if args.no_paraphrase else args.paraphrase
     sources, skipped = read_benchmarks(against, data_dir=args.data_dir)
@@ -185,8 +187,6 @@ def _judge(args: argparse.Namespace) -> Any:
     openai: the embedding server and key unless `--judge-set` says otherwise) serving
     `--judge-model`, with `--judge-set key=value` fields; None without `--judge-model`."""
     if not args.judge_model:
-        if args.judge_backend or args.judge_set:
-            sys.exit("curate: --judge-backend and --judge-set need --judge-model")
         return None
     backend = args.judge_backend or "openai"
     overrides = [f"model_source={args.judge_model}"]
