@@ -12,7 +12,8 @@ to the output, as `<name>.summary.json`) how many rows each step kept.
   python scripts/curate.py decontaminate INPUT --out DIR [--against aime24,math500] [--report-only]
                                                 drop rows that contain a benchmark problem, copied or
                                                 reworded (--paraphrase SCORE, --no-paraphrase; optional
-                                                model stage: --embeddings-url URL --embedding-model M)
+                                                model stage: --embeddings-url URL --embedding-model M
+                                                [--judge-model J])
   python scripts/curate.py dedup INPUT --out DIR  drop exact and near (MinHash LSH) duplicates
 
 Decontaminate (and dedup) the generated data before `sft`/`pairs`: INPUT is a run folder
@@ -143,6 +144,8 @@ def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
         sys.exit("curate: decontaminate needs --out DIR (or --report-only)")
     if bool(args.embeddings_url) != bool(args.embedding_model):
         sys.exit("curate: the model stage needs both --embeddings-url and --embedding-model")
+    if (args.judge_backend or args.judge_set) and not args.judge_model:
+        sys.exit("curate: --judge-backend and --judge-set need --judge-model")
     against = args.against.split(",") if args.against else None
     paraphrase = None if args.no_paraphrase else args.paraphrase
     sources, skipped = read_benchmarks(against, data_dir=args.data_dir)
@@ -171,12 +174,25 @@ def _model_stage(args: argparse.Namespace, sources: dict[str, list[tuple[str, st
     """The optional model stage of `decontaminate` (embeddings, then a judge if named)."""
     from skyeval.curation.model_stage import ModelStage, ModelStageConfig
 
-    config = ModelStageConfig(args.embeddings_url, args.embedding_model, judge_model=args.judge_model,
+    config = ModelStageConfig(args.embeddings_url, args.embedding_model, judge=_judge(args),
                               api_key_env=args.api_key_env or None, top_k=args.model_top_k,
                               min_similarity=args.model_min_similarity,
                               **({"cache": args.model_cache} if args.model_cache else {}))
     problems = [(name, pid, text) for name, rows in sources.items() for pid, text in rows]
     return ModelStage(config, problems)
+
+
+def _judge(args: argparse.Namespace) -> Any:
+    """The model stage's judge: `--judge-backend NAME` (a conf/model_config file, default
+    openai: the embedding server and key unless `--judge-set` says otherwise) serving
+    `--judge-model`, with `--judge-set key=value` fields; None without `--judge-model`."""
+    if not args.judge_model:
+        return None
+    backend = args.judge_backend or "openai"
+    overrides = [f"model_source={args.judge_model}"]
+    if backend == "openai":
+        overrides += [f"api_url={args.embeddings_url}", f"api_key_env={args.api_key_env or 'null'}"]
+    return compose_model_config(backend, [*overrides, *args.judge_set])
 
 
 def dedup_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -344,15 +360,21 @@ def _parser() -> argparse.ArgumentParser:
                                help="base URL of an OpenAI-compatible server with /embeddings, e.g. "
                                     "http://127.0.0.1:8000/v1")
             model.add_argument("--embedding-model", help="embedding model name")
-            model.add_argument("--judge-model", help="chat model that confirms each candidate (same server)")
+            model.add_argument("--judge-model", help="judge model that confirms each candidate (default: on the "
+                               "embedding server; without one the nearest candidate is the match)")
+            model.add_argument("--judge-backend", metavar="NAME", help="the judge's conf/model_config: openai "
+                               "(default), vllm, ray")
+            model.add_argument("--judge-set", action="append", default=[], metavar="KEY=VALUE",
+                               help="a field of the judge's model config, e.g. api_url=URL, price={input:0.15,output:0.6}")
             model.add_argument("--model-top-k", type=int, default=3, help="nearest problems per row (default 3)")
             model.add_argument("--model-min-similarity", type=float, default=0.8,
                                help="cosine similarity a candidate needs (default 0.8)")
-            model.add_argument("--model-cache", metavar="FILE",
-                               help="SQLite cache of embeddings and verdicts (default ~/.cache/skyeval/"
-                                    "decontaminate.sqlite)")
+            model.add_argument("--model-cache", metavar="DIR",
+                               help="cache folder of embeddings and judge verdicts (default ~/.cache/skyeval/"
+                                    "decontaminate)")
             model.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                               help="environment variable holding the API key ('' for none)")
+                               help="environment variable holding the embedding server's API key ('' for none; "
+                                    "also the default judge's)")
         else:
             cmd.add_argument("--threshold", type=float, default=0.8, help="MinHash LSH Jaccard threshold")
             cmd.add_argument("--num-perm", type=int, default=128, help="MinHash permutations")

@@ -69,10 +69,10 @@ class GradingConfig:
         return cls(**dict(config or {}))
 
 
-def judge_config(judge: Any, *, required: bool) -> Any:
+def judge_config(judge: Any, *, required: bool, key: str = "grading.judge") -> Any:
     """The judge's `ModelConfig`: built from a dict (class from `_target_`, default
     `HTTPConfig`) once it names a model; left as data while it names none and no judge is
-    needed (`mode: off`)."""
+    needed (`mode: off`). Errors name the config section `key`."""
     if judge is None or isinstance(judge, ModelConfig):
         if judge is None and required:
             raise ConfigError("grading.judge.model_source is required when grading.mode is not off: "
@@ -84,7 +84,7 @@ def judge_config(judge: Any, *, required: bool) -> Any:
             raise ConfigError("grading.judge.model_source is required when grading.mode is not off: "
                               "e.g. grading.judge.model_source=gpt-4o-mini")
         return dict(judge)
-    cls = model_config_class(dict(judge).get("_target_") or DEFAULT_JUDGE, "grading.judge")
+    cls = model_config_class(dict(judge).get("_target_") or DEFAULT_JUDGE, key)
     known = {f.name for f in dataclasses.fields(cls)} | {"model"}
     unknown = sorted(set(fields) - known)
     if unknown:
@@ -92,7 +92,7 @@ def judge_config(judge: Any, *, required: bool) -> Any:
 
         close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown key 'grading.judge.{unknown[0]}'.{hint} Keys of {cls.__name__}: "
+        raise ConfigError(f"unknown key '{key}.{unknown[0]}'.{hint} Keys of {cls.__name__}: "
                           f"{', '.join(sorted(k for k in known if not k.startswith('_')))}")
     return cls(**fields)
 
