@@ -1,9 +1,11 @@
 """How the development set of this folder was built (run once; see PROVENANCE.md).
 
-    python tests/curation/data/build.py GSM8K_TEST_JSONL [REPHRASE_GSM8K_JSONL]
+    python tests/curation/data/build.py GSM8K_TEST_JSONL [REPHRASE_GSM8K_JSONL GSM8K_VALIDATION_JSONL SVAMP_JSON]
 
 REPHRASE_GSM8K_JSONL is lm-sys/llm-decontaminator's data/rephrase/rephrase_gsm8k.jsonl
-(line i rewrites line i of GSM8K's test.jsonl); without it, only the distractors are
+(line i rewrites line i of GSM8K's test.jsonl), GSM8K_VALIDATION_JSONL
+google-research-datasets/GSM-IC's gsm8k_validation.jsonl (GSM8K train problems),
+SVAMP_JSON arkilpatel/SVAMP's SVAMP.json; without them, only the distractors are
 rebuilt. Not imported by the tests.
 """
 
@@ -16,8 +18,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-REWORDED_ROWS = 268  # the first lines of the rephrase file (the copy made for this set)
-TUNED_ON = 211  # the paraphrase threshold was chosen on these; the others were checked after
 
 # distractor sentences in the style of GSM-IC's templates (Shi et al. 2023): a role from the
 # problem (or an outsider) and a number, irrelevant to the question
@@ -44,17 +44,24 @@ def gold(answer: str) -> str:
     return answer.rsplit("####", 1)[1].strip().replace(",", "")
 
 
-def main(gsm8k_test: str, rephrased: str | None = None) -> None:
+def main(gsm8k_test: str, rephrased: str | None = None, gsm8k_train: str | None = None,
+         svamp: str | None = None) -> None:
     rng = random.Random(36)
     test = [json.loads(line) for line in Path(gsm8k_test).open()]
     if rephrased:
         rows = []
-        for idx, line in enumerate(Path(rephrased).read_text().splitlines()[:REWORDED_ROWS]):
+        for idx, line in enumerate(Path(rephrased).read_text().splitlines()):
             text = json.loads(line)["text"]
             question = text.split("Question:", 1)[1].rsplit("\nAnswer:", 1)[0].strip()
             if gold(text) == gold(test[idx]["answer"]):  # the rewrite kept the answer: the same problem
-                rows.append({"problem": question, "gsm8k_idx": idx, "split": "tune" if idx < TUNED_ON else "check"})
+                rows.append({"problem": question, "gsm8k_idx": idx, "fold": idx % 2})
         write("reworded_gsm8k.jsonl", rows)
+    if gsm8k_train:
+        write("clean_gsm8k_train.jsonl", [{"problem": json.loads(line)["question"], "source": "gsm8k-train"}
+                                          for line in Path(gsm8k_train).open()])
+    if svamp:
+        write("clean_svamp.jsonl", [{"problem": f"{d['Body'].strip()} {d['Question'].strip()}", "source": f"svamp/{d['ID']}"}
+                                    for d in json.loads(Path(svamp).read_text())])
     distractors = []
     for idx in sorted(rng.sample(range(len(test)), 400)):
         names = [n for n in re.findall(r"\b([A-Z][a-z]+)\b", test[idx]["question"]) if n not in NOT_NAMES]
