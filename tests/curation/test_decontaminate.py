@@ -116,7 +116,7 @@ def test_clean_rows_of_other_datasets_are_not_flagged(index, tmp_path):
     assert {m["benchmark"] for r in copies for m in r["contamination"]} <= {"math500"}
     # other domains than the benchmarks' (MMLU's math vs MATH-500's): a few paraphrase flags,
     # some of them MATH-500 problems with other numbers (docs/curation.md)
-    assert len(by_paraphrase) <= 0.004 * len(rows)  # 82 (0.30%) measured
+    assert len(by_paraphrase) <= 0.0005 * len(rows)  # 6 (0.02%) measured
 
 
 def test_generations_are_checked_with_fields(index, tmp_path):
