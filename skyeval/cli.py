@@ -101,16 +101,15 @@ def main(argv: list[str] | None = None) -> None:
 class _SigtermAsCtrlC:
     """SIGTERM (`kill`, `timeout`, SLURM's scancel) takes Ctrl-C's path: KeyboardInterrupt,
     so every `finally` runs (temporary folders removed, the run folder saved resumable) and
-    `main` ends with one line and 128 + the signal. A repeated SIGTERM does not break into
-    that unwinding."""
+    `main` ends with one line and 128 + the signal. Repeats are ignored from then on, so that
+    they do not break into that unwinding or the interpreter's exit."""
 
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None  # set by the first SIGTERM
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        """The handler while the command runs; the previous one after it ends (main runs in-process
-        too), unless a SIGTERM stopped it: then repeats stay ignored until exit (atexit cleanups)."""
+        """The handler while the command runs; the previous one after (main runs in-process too)."""
         if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
             yield
             return
@@ -122,9 +121,9 @@ class _SigtermAsCtrlC:
                 signal.signal(signal.SIGTERM, previous)
 
     def handle(self, signum: int, frame: Any) -> None:
-        if self.signal is None:
-            self.signal = signal.Signals(signum)
-            raise KeyboardInterrupt
+        self.signal = signal.Signals(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
 
 
 def _command(name: str) -> Callable[[list[str]], int | None]:
