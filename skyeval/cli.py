@@ -109,7 +109,8 @@ class _SigtermAsCtrlC:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        """The handler while the command runs; the previous one after (main runs in-process too)."""
+        """The handler while the command runs; the previous one after, unless a SIGTERM stopped it
+        (main runs in-process too)."""
         if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
             yield
             return
