@@ -17,14 +17,17 @@ into these overrides, and the translation is printed.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from skyeval.errors import ConfigError, SkyevalError
 
@@ -41,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "serve-reward": "skyeval.reward.server:main",
     "list": "skyeval.cli:list_benchmarks",
 }
+RUN_COMMANDS = {"evaluate", "generate", "score"}  # they write a run folder, which a re-run resumes
 USAGE = __doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1]
 EVALUATE_HELP = """usage: skyeval evaluate|generate +env=NAME [key=value ...] [--config FILE.yaml] [-m]
 
@@ -78,15 +82,49 @@ def main(argv: list[str] | None = None) -> None:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         _fail(f"unknown command {command!r}.{hint} One of: {', '.join(COMMANDS)}\n\n{USAGE}")
     function = _command(command)
+    stop = _SigtermAsCtrlC()
     try:
-        code = function(args)
+        with stop.installed():
+            code = function(args)
     except KeyboardInterrupt:
-        print("interrupted: finished samples are saved; re-run the same command to resume.", file=sys.stderr)
-        sys.exit(130)
+        by = stop.signal or signal.SIGINT
+        how = "interrupted" if by == signal.SIGINT else f"stopped ({by.name})"
+        hint = ": finished samples are saved; re-run the same command to resume" if command in RUN_COMMANDS else ""
+        print(f"{how}{hint}.", file=sys.stderr)
+        sys.exit(128 + by)
     except SkyevalError as err:
         _fail(str(err))
     if code:
         sys.exit(code)
+
+
+class _SigtermAsCtrlC:
+    """SIGTERM (`kill`, `timeout`, SLURM's scancel) takes Ctrl-C's path: KeyboardInterrupt,
+    so every `finally` runs (temporary folders removed, the run folder saved resumable) and
+    `main` ends with one line and 128 + the signal. Repeats are ignored from then on, so that
+    they do not break into that unwinding or the interpreter's exit."""
+
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None  # set by the first SIGTERM
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """The handler while the command runs; the previous one after, unless a SIGTERM stopped it
+        (main runs in-process too)."""
+        if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+            yield
+            return
+        previous = signal.signal(signal.SIGTERM, self.handle)
+        try:
+            yield
+        finally:
+            if self.signal is None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.signal = signal.Signals(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
 
 
 def _command(name: str) -> Callable[[list[str]], int | None]:

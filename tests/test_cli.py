@@ -1,8 +1,16 @@
 """The CLI end to end, from a clean working directory, as users run it."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-from tests.conftest import load_summary, read_jsonl, run_cli
+import pytest
+
+from tests.conftest import REPO, load_summary, read_jsonl, run_cli
 from tests.conftest import run_folder as conftest_run_folder
 
 
@@ -211,3 +219,126 @@ def test_score_refuses_a_misspelt_override_in_one_line(tmp_path, data_dir):
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         "skyeval: error: unknown key 'sampling_params.temprature'. Did you mean 'temperature'? "
         "Keys of sampling_params: extra, max_tokens, n, seed, stop, temperature, top_k, top_p"]
+
+
+# ---- stopped by a signal: SIGTERM takes Ctrl-C's path --------------------------------------------
+# `skyeval ARGS` whose reference backend, once it has yielded argv[2] samples, touches argv[1]
+# (the test then knows the run is mid-way) and holds there until the test stops it.
+HELD_CLI = [sys.executable, "-c", """
+import sys, time
+from pathlib import Path
+from skyeval.backends.reference import ReferenceBackend
+from skyeval.cli import main
+
+held, after, generate = Path(sys.argv[1]), int(sys.argv[2]), ReferenceBackend.generate
+
+def held_after(self, requests, sampling):
+    for i, result in enumerate(generate(self, requests, sampling)):
+        if i == after:
+            held.touch()
+            while True:
+                time.sleep(0.01)
+        yield result
+
+ReferenceBackend.generate = held_after
+main(sys.argv[3:])
+"""]
+STOPS = {"SIGINT": (signal.SIGINT, 130, "interrupted"), "SIGTERM": (signal.SIGTERM, 143, "stopped (SIGTERM)")}
+
+
+def start(command: list[str], cwd: Path, tmpdir: Path) -> subprocess.Popen:
+    """The CLI in its own session (a terminal's foreground group), with TMPDIR private to the test,
+    Ctrl-C not ignored (a background `cmd &` ignores SIGINT, and children inherit that), and its
+    output in cwd/stdout, cwd/stderr (files: local submitit jobs it leaves running hold its pipes)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmpdir)}
+    with open(cwd / "stdout", "w") as out, open(cwd / "stderr", "w") as err:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def wait_for(condition, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout  # a hang bound: it takes a few seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.02)
+
+
+def stop(proc: subprocess.Popen, signum: int, group: bool, cwd: Path, times: int = 1) -> str:
+    """Send `signum` to the CLI (or its whole group: Ctrl-C, scancel), `times` times; its stderr
+    once it exited. Whatever of its session is still alive then (local submitit jobs) is killed."""
+    try:
+        for _ in range(times):
+            os.killpg(proc.pid, signum) if group else proc.send_signal(signum)
+            time.sleep(0.02)
+        proc.wait(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    return (cwd / "stderr").read_text()
+
+
+@pytest.mark.parametrize("name", STOPS)
+def test_a_stopped_sweep_removes_its_temporary_folders(tmp_path, data_dir, name):
+    signum, code, word = STOPS[name]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    (tmp_path / "mine.yaml").write_text("sampling_params:\n  n: 1\n")  # --config: a temporary searchpath folder
+    proc = start([*HELD_CLI, str(tmp_path / "held"), "20", "evaluate", "-m", "+env=aime24,amc23", "--config",
+                  "mine.yaml", f"logging.results_dir={tmp_path / 'out'}"], tmp_path, tmpdir)
+    wait_for((tmp_path / "held").exists, "the first job is mid-way")
+    made = sorted(p.name[:-8] for p in tmpdir.iterdir())  # mkdtemp: prefix + 8 characters
+    err = stop(proc, signum, False, tmp_path)
+    assert made == ["skyeval_config_", "skyeval_sweep_"], err[-3000:]
+    assert proc.returncode == code, err[-3000:]
+    assert err.splitlines()[-1] == f"{word}: finished samples are saved; re-run the same command to resume."
+    assert "Traceback" not in err
+    assert list(tmpdir.iterdir()) == []  # both removed
+    folder = conftest_run_folder(tmp_path / "out", "aime24_reference_t0.0")  # the job under way: saved as such
+    assert load_summary(folder)["status"] == "interrupted" and len(read_jsonl(folder / "generations")) == 20
+
+
+def test_sigterm_while_waiting_for_submitit_jobs_removes_the_sweep_folder(tmp_path, data_dir):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = start([sys.executable, "-m", "skyeval.cli", "evaluate", "-m", "+env=math500", "sampling_params.n=64",
+                  "hydra/launcher=slurm_local", "sampling_params.temperature=0.0,1.0",
+                  f"logging.results_dir={tmp_path / 'out'}"], tmp_path, tmpdir)
+    wait_for(lambda: len(list((tmp_path / "out").glob(".submitit/*/*_log.out"))) == 2, "both jobs started")
+    made = [p.name[:-8] for p in tmpdir.iterdir()]
+    err = stop(proc, signal.SIGTERM, False, tmp_path, times=5)  # `kill PID`, impatiently: the submitting process
+    assert made == ["skyeval_sweep_"] and proc.returncode == 143, err[-3000:]
+    assert err.splitlines()[-1] == "stopped (SIGTERM): finished samples are saved; re-run the same command to resume."
+    assert "Traceback" not in err
+    assert list(tmpdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("name, group", [("SIGINT", False), ("SIGTERM", False), ("SIGTERM", True)],
+                         ids=["SIGINT", "SIGTERM", "SIGTERM-group"])
+def test_a_stopped_evaluate_loses_nothing_and_the_rerun_resumes(tmp_path, data_dir, name, group):
+    signum, code, word = STOPS[name]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    args = ["evaluate", "+env=gsm8k", "env.limit=300", "sampling_params.n=2", f"logging.results_dir={tmp_path / 'out'}",
+            "logging.experiment_name=run"]
+    proc = start([*HELD_CLI, str(tmp_path / "held"), "250", *args], tmp_path, tmpdir)
+    wait_for((tmp_path / "held").exists, "the run is mid-way")
+    err = stop(proc, signum, group, tmp_path)
+    assert proc.returncode == code and "Traceback" not in err, err[-3000:]
+    assert err.splitlines()[-1] == f"{word}: finished samples are saved; re-run the same command to resume."
+    folder = tmp_path / "out" / "run"
+    assert load_summary(folder)["status"] == "interrupted"
+    saved = {(r["id"], r["sample_idx"]): r["generation"] for r in read_jsonl(folder / "generations")}
+    assert len(saved) == 250  # every sample generated before the signal
+    assert list(tmpdir.iterdir()) == []
+
+    run_cli(*args, cwd=tmp_path)
+    summary = load_summary(folder)
+    assert summary["status"] == "complete" and summary["counts"]["resumed"] == 250
+    assert summary["counts"]["scored"] == 600 and summary["counts"]["failed"] == 0
+    records = read_jsonl(folder / "generations")
+    assert len(records) == 600  # nothing generated twice
+    assert saved.items() <= {(r["id"], r["sample_idx"]): r["generation"] for r in records}.items()
+    assert summary["metrics"]["accuracy"] == 1.0

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from skyeval.errors import ConfigError
@@ -41,6 +43,7 @@ def ensure_ray(address: str | None = None) -> None:
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.WARNING,
                                   # workers unpickle user envs by module name: let them import what this process can
                                   runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
+    kept = signal.getsignal(signal.SIGTERM)  # the application's own handler (the CLI's), if any
     if target is None:
         _on_loopback()
         ray.init(address="local", _node_ip_address=PRIVATE_HOST, num_cpus=os.cpu_count() or 1,
@@ -49,6 +52,8 @@ def ensure_ray(address: str | None = None) -> None:
         if _is_loopback(target):  # a cluster on 127.0.0.1 (tests): reach it there, not at the network address
             _on_loopback()
         ray.init(address=target, **kwargs)
+    if callable(kept) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, kept)  # ray.init replaced it with sys.exit; Ray's atexit cleanup still runs
     gcs = ray.get_runtime_context().gcs_address
     _attached.update(requested=requested, gcs=gcs, private=target is None)
     _quiet_ray_data()

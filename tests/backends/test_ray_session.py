@@ -157,3 +157,27 @@ def test_a_two_node_test_cluster_on_loopback_is_joined_there():
     result = next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))
     assert address.startswith("127.0.0.1:") and json.loads(result[len("RESULT "):])["gcs"] == address, proc.stdout
     assert f"joined the cluster at {address} (ray_address={address}; 2 nodes" in proc.stdout
+
+
+def test_ray_init_keeps_the_applications_sigterm_handler():
+    """ray.init sets SIGTERM to sys.exit; the CLI's handler (SIGTERM takes Ctrl-C's path, so the
+    run folder is saved as interrupted and the CLI says so) must survive it."""
+    script = textwrap.dedent("""
+        import os, signal, time
+        from skyeval.backends.ray_session import ensure_ray
+
+        def as_ctrl_c(signum, frame):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, as_ctrl_c)
+        ensure_ray("local")
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(60)
+        except KeyboardInterrupt:
+            print("STOPPED AS CTRL-C", flush=True)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-c", script], env={**env, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == "STOPPED AS CTRL-C", proc.stderr[-3000:]

@@ -187,7 +187,8 @@ def test_sigterm_finishes_requests_in_flight_then_stops_the_workers(tmp_path):
         assert proc.poll() is None and all(w.is_running() for w in workers) and not answers  # still held
         release.touch()
         client.join(300)
-        assert proc.wait(300) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
+        assert proc.wait(300) == 128 + signal.SIGTERM  # uvicorn re-raises the signal once it has shut down
+        assert proc.stdout.read().splitlines()[-1] == "stopped (SIGTERM)."  # the CLI's line (no run folder to resume)
         assert answers and answers[0][0] == 200 and answers[0][1]["rewards"] == [1.0] * 200
         psutil.wait_procs(workers, timeout=60)
         assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
