@@ -62,15 +62,22 @@ def test_a_snippet_runs_as_written(tmp_path, data_dir, doc, number, how):
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("doc, number", RUNNABLE)
-def test_a_snippet_runs_in_a_notebook(tmp_path, data_dir, doc, number, monkeypatch):
+def run_in_notebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *cells: str) -> list[list]:
+    """Run `cells` in a real Jupyter kernel (cwd `tmp_path`); each cell's outputs. A cell
+    that fails raises CellExecutionError, with its traceback. Skipped without the dev extra."""
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("ipykernel")
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(snippets()[(doc, number)])])
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
     client = nbclient.NotebookClient(notebook, timeout=HANG_S, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()  # raises CellExecutionError, with the traceback, if the cell fails
-    outputs = notebook.cells[0].outputs
-    assert not [o for o in outputs if o.get("output_type") == "error"]
+    client.execute()
+    outputs = [cell.outputs for cell in notebook.cells]
+    assert not [o for cell in outputs for o in cell if o.get("output_type") == "error"]
+    return outputs
+
+
+@pytest.mark.parametrize("doc, number", RUNNABLE)
+def test_a_snippet_runs_in_a_notebook(tmp_path, data_dir, doc, number, monkeypatch):
+    run_in_notebook(tmp_path, monkeypatch, snippets()[(doc, number)])

@@ -56,7 +56,7 @@ def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, 
     """(chunk, `fn(chunk, *args)`) in input order. `workers` processes work in parallel (0: one
     per core; 1: in this process); at most 2 chunks per worker are in flight. The workers
     never run the caller's main module (`skyeval.scorers.workers`): `fn` and `initializer`
-    must be importable from a module. `fn` raising is re-raised here; a worker that dies is
+    may be defined there (a script, a notebook) or in a module, and must be picklable. `fn` raising is re-raised here; a worker that dies is
     an InfrastructureError."""
     workers = workers or os.cpu_count() or 1
     if workers == 1:

@@ -1,9 +1,9 @@
 """The one pool of scoring processes: `fn(item)` for many items, in parallel, each item
 time-bounded, reused across calls (a trainer's steps, a server's requests, a run's stream).
 
-The pool knows nothing of envs: it ships `fn` (picklable, importable from a module) to
-`workers` processes once (`skyeval.scorers.workers`: they never run the caller's main
-module). Items wait in one queue; each worker's feeder thread takes its share (a few at a
+The pool knows nothing of envs: it ships `fn` (any picklable function: one of a module by
+reference, one of a script or notebook by value) to `workers` processes once
+(`skyeval.scorers.workers`: they never run the caller's main module). Items wait in one queue; each worker's feeder thread takes its share (a few at a
 time while the queue is long, one at a time near its end, so slow items spread over every
 worker) and the worker answers item by item. Two kinds of failure:
 
@@ -64,7 +64,7 @@ class ScorerPool:
         self.workers = int(workers or len(os.sched_getaffinity(0)))
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers!r}")
-        dumps(fn, what="ScorerPool")  # a function of __main__ or a lambda: a clear error now, not per worker
+        dumps(fn, what="ScorerPool")  # what cannot be pickled: a clear error now, not per worker
         self.fn, self.item_timeout_s, self.chunk_size = fn, float(item_timeout_s), int(chunk_size)
         self.queue_size = int(queue_size or QUEUE_PER_WORKER * self.workers)
         self.replaced = 0  # workers killed for a timeout or found dead, since the start

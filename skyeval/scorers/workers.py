@@ -4,9 +4,12 @@
 without an `if __name__ == "__main__":` guard runs again (or dies), and stdin or a notebook
 cell cannot be re-imported at all. A `Worker` is instead a fresh `python -c` bootstrap (a
 subprocess of `sys.executable`) that gets the parent's `sys.path`, then its pickled target
-and arguments over a `multiprocessing` Connection, and runs `target(conn, *args)`. So a
-target must be importable by name from a module: one defined in `__main__` is refused in
-the parent, with a clear error.
+and arguments over a `multiprocessing` Connection, and runs `target(conn, *args)`. The
+payload is pickled with cloudpickle: what a module defines by name goes by reference (the
+worker imports it); what the caller's main script, stdin or notebook defines (functions,
+classes such as a custom env, and the globals they use) and lambdas go by value, so the
+worker never needs `__main__`. What cannot be pickled at all is a TypeError in the parent
+naming it.
 
 A worker ignores Ctrl-C (SIGINT: the parent's to handle), turns SIGTERM into a clean exit
 (`SystemExit`, so `finally` blocks run and a sandbox it started is killed), and exits when
@@ -16,7 +19,6 @@ its parent dies. Every pool of the package (`ScorerPool`, `time_limit`, curation
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import socket
@@ -127,28 +129,38 @@ class Worker:
         self.conn.close()
 
 
-class _MainRefusingPickler(pickle.Pickler):
-    """Refuses functions and classes of `__main__`: a worker never imports the caller's main module."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if (isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__")) \
-                and getattr(obj, "__module__", None) == "__main__":
-            raise TypeError(
-                f"{getattr(obj, '__qualname__', obj)!r} is defined in the main script (__main__), which worker "
-                "processes never import: define it in a module and import it from there")
-        return NotImplemented
-
-
 def dumps(obj: Any, what: str = "worker") -> bytes:
-    """`obj` pickled for a worker; a clear TypeError for what a worker cannot import."""
-    buffer = io.BytesIO()
+    """`obj` pickled for a worker (cloudpickle: `__main__` by value, modules by reference);
+    a TypeError naming `what`, the object that fails and why, when it cannot be pickled."""
     try:
-        _MainRefusingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    except TypeError:
-        raise
-    except (pickle.PicklingError, AttributeError) as err:
-        raise TypeError(f"{what}: cannot send its work to a worker process: {err}") from None
-    return buffer.getvalue()
+        return _pickled(obj)
+    except Exception as err:  # noqa: BLE001 - pickling raises TypeError, PicklingError, AttributeError, ...
+        raise TypeError(f"{what}: cannot send {_name(_culprit(obj))} to a worker process: {err} (a function or "
+                        "class of a script or notebook is sent with the globals it uses; locks, threads, open "
+                        "files and connections cannot be sent)") from None
+
+
+def _pickled(obj: Any) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _culprit(obj: Any) -> Any:
+    """The first part of a tuple (a payload `(target, args)`, nested) that does not pickle."""
+    if isinstance(obj, tuple):
+        for part in obj:
+            try:
+                _pickled(part)
+            except Exception:  # noqa: BLE001 - this part is the one
+                return _culprit(part)
+    return obj
+
+
+def _name(obj: Any) -> str:
+    if hasattr(obj, "__qualname__"):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    return f"a {type(obj).__module__}.{type(obj).__qualname__} object"
 
 
 def _run(conn: Connection, parent: int) -> None:

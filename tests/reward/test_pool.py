@@ -122,15 +122,26 @@ def test_workers_that_cannot_start_raise_never_score():
     assert got[0][0] == 4 and isinstance(got[0][1], ItemFailure) and got[0][1].infrastructure
 
 
-def test_a_function_of_the_main_script_is_a_clear_error():
+def test_a_function_of_the_main_script_goes_by_value_and_an_unpicklable_one_is_a_clear_error():
     import __main__
 
-    def scorer(item):
-        return item
+    offset = 10
+
+    def scorer(item):  # as if defined in a notebook cell: no worker can import it
+        return item + offset
 
     scorer.__module__ = __main__.__name__
-    with pytest.raises(TypeError, match="defined in the main script"):
-        ScorerPool(scorer, 1)
+    with ScorerPool(scorer, 1) as p:
+        assert p.map([1, 2]) == [11, 12]
+    lock = threading.Lock()
+
+    def locked(item):
+        with lock:
+            return item
+
+    with pytest.raises(TypeError, match=r"ScorerPool: cannot send tests\.reward\.test_pool\..*locked to a worker "
+                                        r"process: cannot pickle '_thread\.lock' object"):
+        ScorerPool(locked, 1)
 
 
 def test_submit_holds_back_once_the_queue_is_full_and_drain_waits_for_every_item(tmp_path):

@@ -1,8 +1,9 @@
 """Worker processes never run the caller's main module (skyeval/scorers/workers.py).
 
 Each case is a real Python process started the way users start one: a script without an
-`if __name__ == "__main__":` guard, `python -c`, stdin, a thread inside a larger program.
-The scores are compared with the CLI's and with known right and wrong answers."""
+`if __name__ == "__main__":` guard, `python -c`, stdin, a thread inside a larger program,
+a notebook. The scores are compared with the CLI's and with known right and wrong answers.
+A scorer function or an env class the user defines there is sent to the workers by value."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_doc_snippets import run_in_notebook
+
 REPO = Path(__file__).resolve().parents[2]
 HANG_S = 600  # a bound on hangs only: these take seconds
 
@@ -22,6 +25,50 @@ print("module level")
 from skyeval import reward
 print("REWARD", reward.trl("math500")(["p", "p"], ["\\\\boxed{2}", "\\\\boxed{3}"], answer=["2", "2"]))
 """
+
+# A custom scorer function of the user's main module, using one of its globals, on 2 workers.
+CUSTOM_SCORER = """\
+print("module level")
+import os
+from skyeval.curation.streams import map_chunks
+from skyeval.scorers.pool import ScorerPool
+TARGET = "42"
+def exact(item):
+    return float(item.strip() == TARGET), os.getpid()
+with ScorerPool(exact, 2) as pool:
+    scored = pool.map(["42", " 42", "41", "x"])
+print("SCORES", [score for score, _ in scored], "in workers:", os.getpid() not in {pid for _, pid in scored})
+print("CHUNKS", [n for _, n in map_chunks(lambda chunk: chunk.count(TARGET), [["42", "1"], ["42", "42"], []], workers=2)])
+"""
+
+# A custom env class of the user's main module (half credit), registered, then scored by
+# `score_batch`, `Reward` (2 workers each) and a whole run (a worker per core).
+CUSTOM_ENV = """\
+print("module level")
+from skyeval import MathEnv, SkyEnvBuilder
+from skyeval.config import compose
+from skyeval.reward import Reward
+from skyeval.run.app import execute
+CREDIT = 0.5
+class HalfCredit(MathEnv):
+    def score_item(self, item):
+        result = super().score_item(item)
+        return {**result, "score": result["score"] * CREDIT}
+SkyEnvBuilder.register("half_credit", HalfCredit)
+env = SkyEnvBuilder.build("half_credit")
+items = [{"generation": "\\\\boxed{2}", "expected": "2"}, {"generation": "\\\\boxed{3}", "expected": "2"}]
+print("BATCH", [r["score"] for r in env.score_batch(items, workers=2)])
+env.close()
+reward = Reward("half_credit", {"workers": 2})
+print("REWARD", [r["reward"] for r in reward.score(["\\\\boxed{2}", "\\\\boxed{3}"], ["2", "2"])])
+reward.env.close()
+config = compose("+env={name: half_credit, local_files: math500/test.jsonl, limit: 3}", "sampling_params.n=2",
+                 "logging.results_dir=runs")
+summary = execute(config)
+print("RUN", summary["metrics"]["accuracy"], summary["counts"]["scored"])
+"""
+SCORER_OUT = ("SCORES [1.0, 1.0, 0.0, 0.0] in workers: True", "CHUNKS [1, 2, 0]")
+ENV_OUT = ("BATCH [0.5, 0.0]", "REWARD [0.5, 0.0]", "RUN 0.5 6")
 
 
 def python(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -99,7 +146,27 @@ print("THREAD", out["one"], out["batch"])
     assert "THREAD [1.0, 0.0] [1.0, 0.0]" in done.stdout
 
 
-def test_curation_chunk_map_from_stdin_and_a_main_function_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("how", ["script", "stdin"])
+@pytest.mark.parametrize("program, expected", [(CUSTOM_SCORER, SCORER_OUT), (CUSTOM_ENV, ENV_OUT)],
+                         ids=["custom_scorer", "custom_env"])
+def test_a_scorer_or_env_class_of_a_guardless_script_or_stdin_scores_on_workers(tmp_path, data_dir, how, program,
+                                                                                expected):
+    done = python(tmp_path, script(tmp_path, program)) if how == "script" else python(tmp_path, "-", stdin=program)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in expected:
+        assert line in done.stdout, done.stdout
+    assert done.stdout.count("module level") == 1  # sent by value: no worker ran the user's code again
+    assert "Traceback" not in done.stderr
+
+
+def test_a_scorer_and_an_env_class_of_notebook_cells_score_on_workers(tmp_path, data_dir, monkeypatch):
+    outputs = run_in_notebook(tmp_path, monkeypatch, CUSTOM_SCORER, CUSTOM_ENV)
+    printed = ["".join(o.get("text", "") for o in cell if o.get("name") == "stdout") for cell in outputs]
+    assert all(line in printed[0] for line in SCORER_OUT), printed[0]
+    assert all(line in printed[1] for line in ENV_OUT), printed[1]
+
+
+def test_curation_chunk_map_from_stdin_and_an_unpicklable_function_is_a_clear_error(tmp_path):
     ok = python(tmp_path, "-", stdin="""\
 from skyeval.curation.streams import map_chunks
 print("CHUNKS", [out for _, out in map_chunks(len, [[1], [1, 2], [1, 2, 3], [], [5]], workers=2)])
@@ -107,11 +174,15 @@ print("CHUNKS", [out for _, out in map_chunks(len, [[1], [1, 2], [1, 2, 3], [], 
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "CHUNKS [1, 2, 3, 0, 1]" in ok.stdout  # in input order
     bad = python(tmp_path, script(tmp_path, """\
+import threading
 from skyeval.curation.streams import map_chunks
+lock = threading.Lock()
 def mine(chunk):
-    return len(chunk)
+    with lock:
+        return len(chunk)
 print(list(map_chunks(mine, [[1], [2]], workers=2)))
 """))
     assert bad.returncode == 1
     last = bad.stderr.strip().splitlines()[-1]
-    assert last.startswith("TypeError: 'mine' is defined in the main script (__main__)"), bad.stderr[-2000:]
+    assert last.startswith("TypeError: skyeval-chunk-map: cannot send __main__.mine to a worker process: "
+                           "cannot pickle '_thread.lock' object"), bad.stderr[-2000:]
