@@ -65,16 +65,36 @@ def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, 
         for chunk in chunks:
             yield chunk, fn(chunk, *args)
         return
+    import queue
+    import threading
     from collections import deque
 
     from skyeval.errors import InfrastructureError
     from skyeval.scorers.workers import Worker
 
+    def feed(worker: Worker, outbox: queue.SimpleQueue) -> None:
+        """Send a worker its chunks from a thread of its own: a worker sending a large answer
+        while this process sends it a large chunk would otherwise wait on each other."""
+        while True:
+            chunk = outbox.get()
+            try:
+                worker.conn.send(chunk)
+            except OSError:
+                return  # the worker is gone: its answer says so
+            if chunk is None:
+                return
+
     pool: list[Worker] = []
+    outboxes: list[queue.SimpleQueue] = []
+    senders: list[threading.Thread] = []
     try:
         pool = [Worker(_map_worker, fn, args, initializer, initargs, name="skyeval-chunk-map") for _ in range(workers)]
         for worker in pool:
             worker.started()
+            outboxes.append(queue.SimpleQueue())
+            senders.append(threading.Thread(target=feed, args=(worker, outboxes[-1]), daemon=True,
+                                            name="skyeval-chunk-feed"))
+            senders[-1].start()
         pending: deque = deque()
 
         def answer() -> tuple[list[Any], Any]:
@@ -89,18 +109,17 @@ def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, 
 
         for number, chunk in enumerate(chunks):
             worker = pool[number % workers]  # round robin: a worker's answers come back in its order
-            worker.conn.send(chunk)
+            outboxes[number % workers].put(chunk)
             pending.append((chunk, worker))
             if len(pending) >= 2 * workers:
                 yield answer()
         while pending:
             yield answer()
     finally:
-        for worker in pool:
-            try:
-                worker.conn.send(None)
-            except OSError:
-                pass
+        for outbox in outboxes:
+            outbox.put(None)
+        for sender in senders:
+            sender.join(5.0)
         for worker in pool:
             if not worker.join(5.0):
                 worker.terminate()

@@ -71,10 +71,11 @@ SCORER_OUT = ("SCORES [1.0, 1.0, 0.0, 0.0] in workers: True", "CHUNKS [1, 2, 0]"
 ENV_OUT = ("BATCH [0.5, 0.0]", "REWARD [0.5, 0.0]", "RUN 0.5 6")
 
 
-def python(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def python(tmp_path: Path, *args: str, stdin: str | None = None, timeout: float = HANG_S
+           ) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, cwd=tmp_path,
-                          env=env, timeout=HANG_S)
+                          env=env, timeout=timeout)
 
 
 def script(tmp_path: Path, text: str) -> str:
@@ -186,3 +187,16 @@ print(list(map_chunks(mine, [[1], [2]], workers=2)))
     last = bad.stderr.strip().splitlines()[-1]
     assert last.startswith("TypeError: skyeval-chunk-map: cannot send __main__.mine to a worker process: "
                            "cannot pickle '_thread.lock' object"), bad.stderr[-2000:]
+
+
+def test_chunk_map_with_large_chunks_and_answers_both_ways_does_not_deadlock(tmp_path):
+    """A worker sending a large answer while the parent sends it its next large chunk: each
+    side fills the socket's buffer; the parent's chunks go from a thread of their own (the
+    1M-row decontamination bench hung here, both processes waiting to send)."""
+    done = python(tmp_path, "-", stdin="""\
+from skyeval.curation.streams import map_chunks
+chunks = ([("%d-" % i) * 2_000_000] for i in range(8))  # 4 MB a chunk, answered with itself
+print("SIZES", sum(len(out[0]) for _, out in map_chunks(list, chunks, workers=2)))
+""", timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "SIZES" in done.stdout and int(done.stdout.split()[-1]) == 8 * 4_000_000
