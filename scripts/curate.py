@@ -170,6 +170,17 @@ def decontaminate_command(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def _score(text: str) -> float:
+    """A paraphrase threshold: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
 def _model_stage(args: argparse.Namespace, sources: dict[str, list[tuple[str, str]]]) -> Any:
     """The optional model stage of `decontaminate` (embeddings, then a judge if named)."""
     from skyeval.curation.model_stage import ModelStage, ModelStageConfig
@@ -348,7 +359,7 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--ngram", type=int, default=8, help="words per n-gram (default 8)")
             cmd.add_argument("--min-overlap", type=float, default=0.25,
                              help="share of a problem's n-grams a row must hold (default 0.25; at least one)")
-            cmd.add_argument("--paraphrase", type=float, default=DEFAULT_PARAPHRASE, metavar="SCORE",
+            cmd.add_argument("--paraphrase", type=_score, default=DEFAULT_PARAPHRASE, metavar="SCORE",
                              help=f"meaning-level check: a row whose paraphrase score reaches SCORE matches "
                                   f"(default {DEFAULT_PARAPHRASE}; --report-only tabulates other thresholds)")
             cmd.add_argument("--no-paraphrase", action="store_true", help="n-gram checks only")

@@ -137,3 +137,13 @@ def test_cli_report_splits_kinds_and_report_only_tabulates_thresholds(tmp_path, 
     assert report["index"]["paraphrase"] is None and set(report["check_seconds"]) == {"ngram"}
     assert "removed_by_paraphrase_threshold" not in report and "paraphrase threshold" not in off
     assert "paraphrase" not in report["removed_by_match"] and report["removed"] < len(sample) // 2
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "x"])
+def test_cli_refuses_a_paraphrase_threshold_out_of_range_in_one_line(tmp_path, value):
+    (tmp_path / "in.jsonl").write_text('{"problem": "What is 2 + 3?"}\n')
+    proc = subprocess.run([sys.executable, CURATE, "decontaminate", str(tmp_path / "in.jsonl"), "--against", "gsm8k",
+                           "--paraphrase", value], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith(f"argument --paraphrase: must be a number in (0, 1], "
+                                                         f"got {value!r}")
