@@ -133,20 +133,16 @@ def number_text(value: Fraction | int) -> str:
 
 
 def word_feature(token: str) -> str | None:
-    """The feature of one token (a word or a plain number; numbers start with "#"), None
-    for a stop word."""
-    if _NUMBER_TOKEN.match(token):
-        return "#" + number_text(Fraction(token.replace(",", "")))
-    if token in NUMBER_WORDS:
-        return "#" + number_text(NUMBER_WORDS[token])
-    if token in STOP or len(token) < 2:
+    """The feature of one word: its stem, folded onto `SYNONYMS`; None for a stop word or a
+    number (numbers are `quantities`, read from the raw text)."""
+    if token in STOP or len(token) < 2 or token in NUMBER_WORDS or _NUMBER_TOKEN.match(token):
         return None
     root = stem(token)
     return _SYNONYM_OF.get(root, root)
 
 
 def features(text: str) -> set[str]:
-    """The features of a text's normalized words (as rows are read: `normalize.words`)."""
+    """The word features of a text's normalized words (as rows are read: `normalize.words`)."""
     from skyeval.curation.normalize import words
 
     return {f for f in map(word_feature, words(text)) if f}
@@ -280,7 +276,7 @@ class ParaphraseIndex:
 
     def _word_feature_id(self, token: str) -> int:
         feature = word_feature(token)
-        return self.feature_ids.get(feature, -1) if feature and feature[0] != "#" else -1
+        return self.feature_ids.get(feature, -1) if feature else -1
 
     @classmethod
     def build(cls, texts: list[str], *, threshold: float = DEFAULT_THRESHOLD, max_df: float = MAX_DF,
@@ -290,7 +286,7 @@ class ParaphraseIndex:
 
         if not 0 < threshold <= 1:
             raise ValueError(f"paraphrase threshold must be in (0, 1], got {threshold}")
-        per_problem = [{f for f in features(t) if f[0] != "#"} for t in texts]
+        per_problem = [features(t) for t in texts]
         per_quantities = [quantities(t) for t in texts]
         count = len(texts)
         df: dict[str, int] = {}
@@ -300,7 +296,7 @@ class ParaphraseIndex:
         idf = {f: math.log((count + 1) / (n + 0.5)) for f, n in df.items()}
         unit = math.log((count + 1) / 1.5)  # the idf of a feature of one problem alone
         rare = max(2, min(int(max_df * count), MAX_POSTINGS))  # a word of more problems is common
-        kept = sorted(f for f in df if f[0] != "#")
+        kept = sorted(f for f in df if f[0] != "#")  # words (quantities are "#" + their text)
         feature_ids = {f: i for i, f in enumerate(kept)}
         word_weights = np.array([idf[f] for f in kept], dtype=np.float32)
         is_rare = np.array([df[f] <= rare for f in kept], dtype=bool)
@@ -312,7 +308,7 @@ class ParaphraseIndex:
             if len(ids) < min_features or not qs:
                 problem_quantities.append({})
                 continue
-            problem_quantities.append({q: idf["#" + q] for q in qs})
+            problem_quantities.append({q: idf["#" + q] for q in sorted(qs)})  # sums in one order: run to run
             rows.extend(ids)
             cols.extend([problem] * len(ids))
             # its rare words, and its `RETRIEVAL_WORDS` rarest ones whatever their count, retrieve it
@@ -346,7 +342,7 @@ class ParaphraseIndex:
         """The score of one (row, problem) pair from its word coverage and focus."""
         numbers = self.problem_quantities[problem]
         found = sum(w for q, w in numbers.items() if q in row_quantities)
-        row_total = sum(self.quantity_weights.get(q, self.unknown_weight) for q in row_quantities)
+        row_total = sum(self.quantity_weights.get(q, self.unknown_weight) for q in sorted(row_quantities))
         extra = 1 - found / row_total if row_total else 0.0
         score = float(combine(words, focus, found / sum(numbers.values()), extra, float(self.trust[problem])))
         return ParaphraseMatch(problem, round(score, 4), round(words, 4), round(found / sum(numbers.values()), 4),
