@@ -39,7 +39,9 @@ def test_by_month_is_the_headline_accuracy_of_each_months_problems():
     january, february = by_month["2024-01"], by_month["2024-02"]
     assert (january["accuracy"], january["n"], february["accuracy"], february["n"]) == (0.75, 2, 0.25, 2)
     assert january["se"] == pytest.approx(0.25) and february["se"] == pytest.approx(0.25)  # sd 0.3536 / sqrt(2)
-    assert january["ci95"] == [0.0, 1.0]  # t(1) = 12.7: the interval of two problems spans everything
+    # the headline's interval over each month's problems: one of the two January problems has a failure,
+    # too few to estimate the clustering, so its 4 samples count as 2 (Clopper-Pearson of 1.5 of 2)
+    assert january["ci95"] == pytest.approx([0.060830, 0.999783], abs=1e-6)
     rows = {r["id"]: r for r in acc.drain_problems(final=True)}
     assert {pid: r.get("date") for pid, r in rows.items()} == {
         "p1": "2024-01", "p2": "2024-01-20", "p3": "2024-02-10", "p4": "2024-02", "p5": None}
@@ -52,10 +54,10 @@ def test_an_undated_run_has_no_by_month():
     assert "by_month" not in acc.summary()
 
 
-def test_a_month_of_one_problem_has_no_interval():
+def test_a_month_of_one_problem_has_an_interval_but_no_standard_error():
     acc = MetricsAccumulator(1)
     feed(acc, [("a", "2024-03", [(0, 1.0)])])
-    assert acc.summary()["by_month"] == {"2024-03": {"accuracy": 1.0, "n": 1}}
+    assert acc.summary()["by_month"] == {"2024-03": {"accuracy": 1.0, "n": 1, "ci95": [pytest.approx(0.025), 1.0]}}
 
 
 def test_shards_merge_into_the_numbers_of_one_run():

@@ -15,7 +15,7 @@ from skyeval.metrics import (
     per_problem,
     summarize,
 )
-from skyeval.metrics.intervals import Moments, exact, interval
+from skyeval.metrics.intervals import INTERVAL_METHOD, Moments, exact, interval
 
 
 def brute_force_pass_at_k(results: list[bool], k: int) -> float:
@@ -219,12 +219,15 @@ def test_extra_scorer_means():
 def test_intervals_match_stats_over_problem_values():
     rows = records("a", [1, 1, 0, 0]) + records("b", [1, 0, 0, 0]) + records("c", [1, 1, 1, 1])
     metrics = summarize(rows, n=4)
-    assert metrics["interval_method"] == "cluster-robust over problems, t(P-1)"
-    expected = interval(_moments([0.5, 0.25, 1.0]))
+    assert metrics["interval_method"] == INTERVAL_METHOD
+    expected = interval(_moments([0.5, 0.25, 1.0]), units=4)
     found = metrics["intervals"]["accuracy"]
     assert found == {"value": expected.value, "se": expected.se, "ci95": [expected.low, expected.high],
-                     "n": 4, "problems": 3}
+                     "n": 4, "problems": 3, "effective_samples": round(expected.effective, 2)}
     assert all(i["n"] == 4 and i["problems"] == 3 for i in metrics["intervals"].values())
+    # pass@4 and majority are one value per problem: an interval over 3 problems, not 12 samples
+    assert metrics["intervals"]["pass@4"]["effective_samples"] == 3
+    assert metrics["intervals"]["majority_vote_accuracy"]["effective_samples"] == 3
 
 
 def _moments(values):

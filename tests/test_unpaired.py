@@ -1,5 +1,5 @@
-"""The unpaired two-proportion test behind `report/compare --cutoff`, against values
-computed by hand."""
+"""The unpaired difference of two proportions behind `report/compare --cutoff`, against
+values computed by hand (scipy's beta quantiles)."""
 
 import math
 
@@ -9,22 +9,36 @@ from skyeval.errors import ConfigError
 from skyeval.metrics.unpaired import before_after, check_month, two_proportions
 
 
-def test_two_proportions_matches_the_hand_computed_wald_test():
-    # 30/100 before, 20/100 after: diff -0.1, se sqrt(.3*.7/100 + .2*.8/100) = sqrt(.0037) = 0.060828,
-    # z = 1.6440, two-sided p = 2 * (1 - Phi(1.6440)) = 0.1002; interval -0.1 -+ 1.95996 * 0.060828
+def cp(x, n, level=0.95):
+    from scipy.stats import beta
+
+    tail = (1 - level) / 2
+    return (x / n, beta.ppf(tail, x, n - x + 1) if x else 0.0, beta.ppf(1 - tail, x + 1, n - x) if x < n else 1.0)
+
+
+def mover(a, b):
+    (va, la, ha), (vb, lb, hb) = a, b
+    return vb - va - math.hypot(vb - lb, ha - va), vb - va + math.hypot(hb - vb, va - la)
+
+
+def test_two_proportions_is_mover_of_clopper_pearson():
+    # 30/100 before, 20/100 after: each side's exact interval, joined (Newcombe's method 10, exact limits)
     r = two_proportions(30, 100, 20, 100)
     assert r["diff"] == pytest.approx(-0.1)
-    assert r["se"] == pytest.approx(math.sqrt(0.0037)) and r["se"] == pytest.approx(0.060828, abs=1e-6)
-    assert r["p_value"] == pytest.approx(0.1002, abs=1e-4)
-    assert (r["low"], r["high"]) == (pytest.approx(-0.219220, abs=1e-6), pytest.approx(0.019220, abs=1e-6))
-    # the interval leaves 0 out exactly when p < 0.05: 60/100 vs 45/100, z = 2.1483, p = 0.0317
+    assert (r["low"], r["high"]) == pytest.approx(mover(cp(30, 100), cp(20, 100)), abs=1e-9)
+    assert r["low"] < 0 < r["high"] and r["p_value"] > 0.05
+    # p is the level at which the interval reaches 0: the interval at 1 - p ends at 0
+    level = 1 - r["p_value"]
+    assert mover(cp(30, 100, level), cp(20, 100, level))[1] == pytest.approx(0, abs=1e-6)
     strong = two_proportions(60, 100, 45, 100)
-    assert strong["p_value"] == pytest.approx(0.0317, abs=1e-4) and strong["high"] < 0
+    assert strong["p_value"] < 0.05 and strong["high"] < 0
 
 
-def test_two_proportions_edges():
-    assert two_proportions(5, 5, 5, 5) == {"diff": 0.0, "se": 0.0, "low": 0.0, "high": 0.0, "p_value": 1.0}
-    assert two_proportions(5, 5, 0, 5)["p_value"] == 0.0
+def test_two_proportions_edges_are_never_a_point():
+    same = two_proportions(5, 5, 5, 5)  # before: [0, 0] with p 1
+    assert same["diff"] == 0 and same["p_value"] == 1.0 and same["low"] < -0.4 and same["high"] > 0.4
+    gone = two_proportions(5, 5, 0, 5)  # before: p 0 (a Wald se of 0)
+    assert gone["diff"] == -1 and 0 < gone["p_value"] < 0.05 and gone["low"] == -1.0 and gone["high"] < 0
     with pytest.raises(ValueError):
         two_proportions(0, 0, 1, 2)
 
@@ -38,7 +52,7 @@ def test_before_after_splits_by_month_at_the_cutoff_inclusive():
     assert r["after"]["months"] == "2024-07 .. 2024-08" and r["after"]["accuracy"] == pytest.approx(0.2)
     expected = two_proportions(35, 100, 20, 100)
     assert r["diff"] == pytest.approx(-0.15) and r["p_value"] == pytest.approx(expected["p_value"])
-    assert r["p_value"] == pytest.approx(math.erfc(0.15 / math.sqrt(0.35 * 0.65 / 100 + 0.2 * 0.8 / 100) / math.sqrt(2)))
+    assert (r["low"], r["high"]) == pytest.approx(mover(cp(35, 100), cp(20, 100)), abs=1e-9)
     with pytest.raises(ConfigError, match=r"no problem after the cutoff 2024-08 \(the run's months: 2024-05 .. 2024-08\)"):
         before_after(by_month, "2024-08")
     with pytest.raises(ConfigError, match="no problem before the cutoff 2024-04"):

@@ -180,6 +180,17 @@ class MetricsAccumulator:
         majority = ["majority_vote_accuracy", "best_of_n_accuracy"] if self.n > 1 else []
         return [*(s.name(self.n) for s in self.specs if s.type == "pass"), *majority]
 
+    def units(self, name: str) -> int:
+        """Independent samples one problem's value of headline `name` can stand for (its
+        interval's bound on the effective sample size): n for accuracy, M for avg@M, M // k
+        for pass@k of M samples; 1 for a value decided once per problem (majority, best-of-n, maj@k)."""
+        if name == "accuracy":
+            return self.n
+        spec = next((s for s in self.specs if s.name(self.n) == name), None)
+        if spec is None or spec.type == "maj":
+            return 1
+        return spec.n_samples if spec.type == "avg" else spec.n_samples // spec.k
+
     @property
     def held(self) -> int:
         """Samples held in memory (those of problems whose n outcomes are not all in)."""
@@ -460,10 +471,11 @@ class MetricsAccumulator:
         out["intervals"] = {}
         samples = {s.name(self.n): s.k if s.type == "maj" else s.n_samples for s in self.specs}  # each over its own n
         for name, moments in done.headline.items():
-            found = interval(moments)
+            found = interval(moments, self.units(name))
             if found is not None:
                 out["intervals"][name] = {"value": found.value, "se": found.se, "ci95": [found.low, found.high],
-                                          "n": samples.get(name, self.n), "problems": found.problems}
+                                          "n": samples.get(name, self.n), "problems": found.problems,
+                                          "effective_samples": round(found.effective, 2)}
         tokens = {"completion": done.completion.summary(), "reasoning": done.reasoning.summary(),
                   "prompt": {"samples": done.prompt_samples, "total": done.prompt_tokens} if done.prompt_samples
                   else None}
@@ -479,7 +491,7 @@ class MetricsAccumulator:
                             "finished_rate": _ratio(done.budget_finished[b], requested)} for b in self.budgets],
             }
         if done.by_month:
-            out["by_month"] = months_summary(done.by_month)
+            out["by_month"] = months_summary(done.by_month, self.n)
         if self.extra_scores:
             out["scorers"] = {name: {"mean": _ratio(done.extra_total[name], requested),
                                      "mean_scored_only": _ratio(done.extra_total[name], done.extra_samples[name])}
@@ -487,15 +499,15 @@ class MetricsAccumulator:
         return out
 
 
-def months_summary(by_month: dict[str, Moments]) -> dict[str, dict[str, Any]]:
+def months_summary(by_month: dict[str, Moments], samples: int) -> dict[str, dict[str, Any]]:
     """summary.json `metrics.by_month`: per month (`YYYY-MM`, in order) the headline
-    accuracy over its problems, their number `n`, and its interval (`se`, `ci95`; absent
-    for a month of one problem)."""
+    accuracy over its problems (of `samples` samples each), their number `n`, its interval
+    `ci95` and `se` (absent for a month of one problem)."""
     out: dict[str, dict[str, Any]] = {}
     for month, moments in sorted(by_month.items()):
-        found = interval(moments)
+        found = interval(moments, samples)
         out[month] = {"accuracy": moments.mean(), "n": moments.count,
-                      **({"se": found.se, "ci95": [found.low, found.high]} if found and found.se is not None else {})}
+                      **({"se": found.se} if found.se is not None else {}), "ci95": [found.low, found.high]}
     return out
 
 

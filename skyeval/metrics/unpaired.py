@@ -1,38 +1,34 @@
 """Unpaired tests: accuracy on two different sets of problems (before and after a model's
 training cutoff, on a dated benchmark's `by_month`).
 
-`two_proportions` is the two-proportion z-test in its Wald (unpooled) form: the interval
-of the difference and the p-value come from one standard error, so the interval leaves 0
-out exactly when p < 0.05. Problems are the units: with several samples per problem each
-contributes its accuracy (a fraction), and the binomial variance p(1-p)/P is then an upper
-bound of the true one (the test is conservative)."""
+`two_proportions` is the MOVER interval of the difference (Newcombe 1998, method 10, with
+each side's exact Clopper-Pearson interval in place of Wilson's), and the p-value that
+inverts it, so the interval leaves 0 out exactly when p < 0.05. Problems are the units: with
+several samples per problem each contributes its accuracy (a fraction), and each side's
+interval then treats the problems as its trials, which is conservative."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from skyeval.errors import ConfigError
+from skyeval.metrics.intervals import clopper_pearson, difference_test
 
-Z95 = 1.959963984540054  # the 97.5% normal quantile
-TEST = "two-proportion z-test (unpaired, unpooled)"
+TEST = "difference of proportions: MOVER of Clopper-Pearson intervals (Newcombe), unpaired"
 _MONTH = re.compile(r"(\d{4})-(\d{2})")
 
 
 def two_proportions(x1: float, n1: int, x2: float, n2: int) -> dict[str, float]:
-    """Group 2 − group 1 for `x` successes of `n` problems each: the difference, its
-    standard error, 95% interval and two-sided p-value."""
+    """Group 2 − group 1 for `x` successes of `n` problems each: the difference, its 95%
+    interval and two-sided p-value."""
     if n1 < 1 or n2 < 1:
         raise ValueError(f"two_proportions needs problems on both sides, got n1={n1}, n2={n2}")
-    p1, p2 = x1 / n1, x2 / n2
-    diff = p2 - p1
-    se = math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
-    if se == 0:
-        p_value = 1.0 if diff == 0 else 0.0
-    else:
-        p_value = math.erfc(abs(diff) / se / math.sqrt(2))
-    return {"diff": diff, "se": se, "low": diff - Z95 * se, "high": diff + Z95 * se, "p_value": p_value}
+
+    def sides(level: float) -> tuple[tuple[float, float, float], ...]:
+        return tuple((x / n, *map(float, clopper_pearson(x, n, level))) for x, n in ((x1, n1), (x2, n2)))
+
+    return difference_test(sides)
 
 
 def check_month(cutoff: Any) -> str:

@@ -1,12 +1,15 @@
-"""`python -m skyeval.cli compare RUN_A RUN_B [--json] [--rounds R] [--seed S]`
+"""`python -m skyeval.cli compare RUN_A RUN_B [--json] [--strict] [--cutoff YYYY-MM]`
 
 Pairs the samples of two runs of one benchmark by (problem id, sample index), each run
 read as its summary selects (its problems, sample indices below its n), and reports B − A
-for accuracy and each pass@k with a paired 95% interval and p-value from one test: McNemar's
-exact test when every problem has one 0/1 outcome, else a seeded bootstrap over problems.
-Then the problems B won (answered right more often than A) and lost, in natural id order
-among equals. Failed samples count as wrong, as in the headline metrics, and are counted
-and marked as failures. `--json` prints the same as one JSON object. On a dated benchmark,
+for accuracy and each pass@k with a paired 95% interval (MOVER from each run's own interval
+and their correlation over problems: `skyeval.metrics.paired`) and a p-value: McNemar's
+exact test when every problem has one 0/1 outcome, else the p-value inverting the interval.
+Only problems with the same gold and problem text in both runs are paired: the others are
+counted and named in one warning line (`--strict` refuses the pair instead). Then the
+problems B won (answered right more often than A) and lost, in natural id order among
+equals. Failed samples count as wrong, as in the headline metrics, and are counted and
+marked as failures. `--json` prints the same as one JSON object. On a dated benchmark,
 `--cutoff YYYY-MM` adds each run's accuracy before and after a training cutoff, with the
 difference, its interval and p-value (an unpaired test: the problems differ).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -22,29 +26,40 @@ from typing import Any
 
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.metrics import ks_for, pass_at_k
-from skyeval.report.runs import RunInfo, natural_key, outcomes
+from skyeval.report.runs import RunInfo, natural_key, outcomes, unmatched
 
 LISTED = 20  # problem ids printed per side in the text output (--json has all)
+log = logging.getLogger("skyeval")
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed: int = 0,
-                 cutoff: str | None = None) -> dict[str, Any]:
-    """B − A for accuracy and pass@k over the samples both runs hold (see the module doc);
-    with `cutoff`, each run's accuracy after − before it (`cutoff_split`)."""
+def compare_runs(run_a: str | Path, run_b: str | Path, cutoff: str | None = None,
+                 strict: bool = False) -> dict[str, Any]:
+    """B − A for accuracy and pass@k over the samples both runs hold, of problems with the
+    same gold and problem text (see the module doc; `strict`: a problem that differs is a
+    ConfigError); with `cutoff`, each run's accuracy after − before it (`cutoff_split`)."""
     import numpy as np
 
-    from skyeval.metrics.paired import bootstrap_summary, mcnemar, paired_bootstrap
+    from skyeval.metrics.intervals import DIFFERENCE_METHOD
+    from skyeval.metrics.paired import mcnemar_p, paired_difference
 
     info_a, info_b = RunInfo.load(run_a), RunInfo.load(run_b)
     split = cutoff_split(info_a, info_b, cutoff) if cutoff is not None else None
     if info_a.env != info_b.env:
         raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
                           f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
-    out_a, out_b = outcomes(info_a.path, info_a.selection), outcomes(info_b.path, info_b.selection)
-    keys = set(out_a) & set(out_b)
+    out_a, out_b = outcomes(info_a.records_dir, info_a.selection), outcomes(info_b.records_dir, info_b.selection)
+    differ = unmatched(out_a, out_b)
+    if differ:
+        shown = ", ".join(sorted(differ, key=natural_key)[:LISTED])
+        message = (f"{info_b.path} and {info_a.path}: {len(differ)} problems differ in gold or problem text "
+                   f"({shown}{', ...' if len(differ) > LISTED else ''})")
+        if strict:
+            raise ConfigError(f"{message}: not comparable (--strict)")
+        log.warning("%s: left out of the pairing", message)
+    keys = {key for key in set(out_a) & set(out_b) if key[0] not in differ}
     if not keys:
-        raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index) in their "
-                          "summaries' selections: nothing to pair")
+        raise ConfigError(f"{info_a.path} and {info_b.path} share no (problem id, sample index) of the same problem "
+                          "in their summaries' selections: nothing to pair")
 
     by_problem: dict[str, list[tuple]] = defaultdict(list)
     binary = True
@@ -57,41 +72,28 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
     score_a, score_b, right_a, right_b, failed_a, failed_b = (
         np.array([sum(s[j] for s in by_problem[i]) for i in ids], dtype=np.float64) for j in range(6)
     )
-
-    def acc_diff(w: np.ndarray) -> np.ndarray:
-        return (w @ score_b - w @ score_a) / (w @ count)
+    units = int(count.min())  # samples of every problem (the interval's bound on independent samples)
 
     metrics: dict[str, Any] = {}
-    observed = float((score_b.sum() - score_a.sum()) / count.sum())
-    accuracy: dict[str, Any] = {"a": float(score_a.sum() / count.sum()), "b": float(score_b.sum() / count.sum())}
-    mcnemar_applies = binary and bool(np.all(count == 1))  # one 0/1 outcome per problem
-    if mcnemar_applies:
+    accuracy: dict[str, Any] = {"a": float(score_a.sum() / count.sum()), "b": float(score_b.sum() / count.sum()),
+                                **paired_difference(score_a / count, score_b / count, units),
+                                "test": f"paired {DIFFERENCE_METHOD}"}
+    if binary and bool(np.all(count == 1)):  # one 0/1 outcome per problem: McNemar's exact test gives p
         a_only, b_only = int(np.sum((right_a == 1) & (right_b == 0))), int(np.sum((right_a == 0) & (right_b == 1)))
-        accuracy.update(mcnemar(a_only, b_only, len(ids)), test="McNemar (exact binomial)",
+        accuracy.update(p_value=mcnemar_p(a_only, b_only), test=f"McNemar (exact binomial); interval {DIFFERENCE_METHOD}",
                         discordant={"a_only": a_only, "b_only": b_only})
     metrics["accuracy"] = accuracy
-
-    statistics = {} if mcnemar_applies else {"accuracy": acc_diff}
     for k in ks_for(int(count.max())):
         eligible = count >= k
-        pa = np.array([pass_at_k(int(n), int(c), k) if ok else 0.0 for n, c, ok in zip(count, right_a, eligible)])
-        pb = np.array([pass_at_k(int(n), int(c), k) if ok else 0.0 for n, c, ok in zip(count, right_b, eligible)])
-        gain, mask = pb - pa, eligible.astype(np.float64)
-
-        def pass_diff(w: np.ndarray, gain=gain, mask=mask) -> np.ndarray:
-            drawn = w @ mask
-            return np.where(drawn > 0, (w @ gain) / np.maximum(drawn, 1), 0.0)
-
-        metrics[f"pass@{k}"] = {"a": float(pa[eligible].mean()), "b": float(pb[eligible].mean()),
-                                "diff": float(gain[eligible].mean()), "n_problems": int(eligible.sum())}
-        if k == 1 and mcnemar_applies:  # pass@1 is the accuracy: the same test, not a second one
-            metrics["pass@1"].update({key: accuracy[key] for key in ("low", "high", "se", "p_value", "test")})
+        pa = np.array([pass_at_k(int(n), int(c), k) for n, c in zip(count[eligible], right_a[eligible])])
+        pb = np.array([pass_at_k(int(n), int(c), k) for n, c in zip(count[eligible], right_b[eligible])])
+        if k == 1:  # pass@1 is the accuracy of 0/1 outcomes: the same test, not a second one
+            entry = {key: accuracy[key] for key in ("low", "high", "p_value", "test")}
         else:
-            statistics[f"pass@{k}"] = pass_diff
-    draws = paired_bootstrap(statistics, len(ids), rounds, seed)  # one set of resamples for every metric
-    for name, values in draws.items():
-        metrics[name].update(bootstrap_summary(metrics[name].get("diff", observed), values),
-                             test="paired bootstrap over problems")
+            entry = {**paired_difference(pa, pb, max(int(count[eligible].min()) // k, 1)),
+                     "test": f"paired {DIFFERENCE_METHOD}"}
+        metrics[f"pass@{k}"] = {"a": float(pa.mean()), "b": float(pb.mean()), **entry,
+                                "diff": float((pb - pa).mean()), "n_problems": int(eligible.sum())}
 
     rate_a, rate_b = right_a / count, right_b / count
     order = np.argsort(-np.abs(rate_b - rate_a), kind="stable")  # ties stay in natural id order
@@ -103,8 +105,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path, rounds: int = 2000, seed:
         "a": _describe(info_a), "b": _describe(info_b),
         "matched": {"samples": len(keys), "problems": len(ids),
                     "a_only": len(out_a) - len(keys), "b_only": len(out_b) - len(keys),
-                    "failed": {"a": int(failed_a.sum()), "b": int(failed_b.sum())}},
-        "rounds": rounds, "seed": seed, "confidence": 0.95,
+                    "failed": {"a": int(failed_a.sum()), "b": int(failed_b.sum())},
+                    "differing_problems": sorted(differ, key=natural_key)},
+        "confidence": 0.95,
         "metrics": metrics,
         "won": won, "lost": lost,
         **({"cutoff": split} if split is not None else {}),
@@ -135,6 +138,9 @@ def format_text(result: dict[str, Any]) -> str:
         f"  paired {m['samples']} samples on {m['problems']} problems"
         + (f" (unpaired, left out: {m['a_only']} only in A, {m['b_only']} only in B)" if m["a_only"] or m["b_only"] else ""),
         f"  failed samples (counted as wrong): A {m['failed']['a']}, B {m['failed']['b']}",
+        *([f"  left out: {len(m['differing_problems'])} problems whose gold or problem text differ between the runs "
+           f"({', '.join(m['differing_problems'][:LISTED])}{', ...' if len(m['differing_problems']) > LISTED else ''})"]
+          if m.get("differing_problems") else []),
         "",
         f"  {'metric':<10} {'A':>7} {'B':>7} {'B − A':>8}  {'95% interval':<20} {'p':>7}  test",
     ]
@@ -144,8 +150,6 @@ def format_text(result: dict[str, Any]) -> str:
         if "discordant" in e:
             test += f", discordant: {e['discordant']['a_only']} A-only vs {e['discordant']['b_only']} B-only"
         lines.append(f"  {name:<10} {e['a']:>7.3f} {e['b']:>7.3f} {e['diff']:>+8.3f}  {interval:<20} {_p(e['p_value']):>7}  {test}")
-    if any(e["test"].startswith("paired bootstrap") for e in result["metrics"].values()):
-        lines.append(f"  (bootstrap: {result['rounds']} resamples of problems, seed {result['seed']})")
     if "cutoff" in result:
         split = result["cutoff"]
         lines += ["", f"  training cutoff {split['cutoff']}: accuracy after − before, per run (unpaired: different problems)",
@@ -170,15 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_a", help="run folder A (the baseline)")
     parser.add_argument("run_b", help="run folder B (differences are B − A)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--rounds", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--strict", action="store_true", help="refuse runs whose problems differ in gold or text "
+                        "(default: leave those problems out of the pairing, with a warning)")
     parser.add_argument("--cutoff", metavar="YYYY-MM", help="a training cutoff: each run's accuracy before/after it "
                         "(dated benchmarks)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        if args.rounds < 2:
-            raise ConfigError("--rounds must be at least 2")
-        result = compare_runs(args.run_a, args.run_b, rounds=args.rounds, seed=args.seed, cutoff=args.cutoff)
+        result = compare_runs(args.run_a, args.run_b, cutoff=args.cutoff, strict=args.strict)
     except SkyevalError as err:
         print(f"skyeval: error: {err}", file=sys.stderr)
         return 2

@@ -65,6 +65,11 @@ class RunInfo:
         )
 
     @property
+    def records_dir(self) -> Path:
+        """The run folder holding this summary's records."""
+        return self.path
+
+    @property
     def selection(self) -> Selection:
         return Selection.of(self.path, {"config": self.config, "stage": self.stage})
 
@@ -164,14 +169,26 @@ def find_runs(roots: list[str | os.PathLike]) -> list[RunInfo]:
 
 @dataclass(slots=True)
 class SampleOutcome:
-    """One sample's result: its score (failed samples score 0, as in the headline metrics)."""
+    """One sample's result: its score (failed samples score 0, as in the headline metrics)
+    and what its problem was (`problem_of`; None when its record does not say)."""
 
     score: float
     failed: bool = False
+    problem: str | None = None
 
     @property
     def correct(self) -> bool:
         return self.score >= CORRECT
+
+
+def problem_of(record: dict[str, Any]) -> str | None:
+    """What a score record was scored on: its gold (`gold_hash`) and its problem text (the
+    `question` it keeps), as one hash; None when it has neither (older records, failures)."""
+    from skyeval.results import content_hash
+
+    if record.get("gold_hash") is None and record.get("question") is None:
+        return None
+    return content_hash([record.get("gold_hash"), record.get("question")])
 
 
 def outcomes(run_dir: str | os.PathLike, selection: Selection | None = None) -> dict[tuple[str, int], SampleOutcome]:
@@ -182,8 +199,25 @@ def outcomes(run_dir: str | os.PathLike, selection: Selection | None = None) -> 
     for record in selection.records(run_dir, "failures"):
         found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(0.0, failed=True)
     for record in selection.records(run_dir, "scores"):
-        found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(float(record.get("score") or 0.0))
+        found[(str(record["id"]), int(record["sample_idx"]))] = SampleOutcome(float(record.get("score") or 0.0),
+                                                                              problem=problem_of(record))
     return found
+
+
+def unmatched(a: dict[tuple[str, int], SampleOutcome], b: dict[tuple[str, int], SampleOutcome]) -> set[str]:
+    """Ids of the problems two runs both hold whose gold or problem text differ (as their
+    score records say; a problem a record does not describe is taken as the same)."""
+    first_a = problems(a)
+    return {pid for pid, made in problems(b).items() if first_a.get(pid, made) != made}
+
+
+def problems(found: dict[tuple[str, int], SampleOutcome]) -> dict[str, str]:
+    """Problem id -> what it was (`problem_of`), for the problems whose records say."""
+    out: dict[str, str] = {}
+    for (pid, _), outcome in found.items():
+        if outcome.problem is not None:
+            out.setdefault(pid, outcome.problem)
+    return out
 
 
 def varying(runs: list[RunInfo]) -> list[str]:

@@ -64,9 +64,10 @@ def test_report_of_a_sweep_and_a_real_run(tmp_path, data_dir):
     md = (out / "summary.md").read_text()
     assert "| model | gsm8k | math500 |" in md
     assert "| qwen · T=0.7 | 0.500 [0.460, 0.540] n=40/10 |  |" in md
-    assert "| reference | 1.000 [1.000, 1.000] n=40/40 |  |" in md
+    assert "| reference | 1.000 [0.912, 1.000] n=40/40 |  |" in md  # 40 of 40: never [1, 1]
     assert "| legacy |  | — |" in md  # missing numbers shown as —
-    assert "interval method: bootstrap over problems" in md
+    assert "interval method: Clopper-Pearson over problems, design-effect sample size (Korn-Graubard); " \
+           "bootstrap over problems" in md  # each method the runs' summaries name
 
     expected_plots = ["pass_at_k_gsm8k.png", "accuracy_vs_temperature_gsm8k.png", "accuracy_vs_budget_gsm8k.png", "rates.png"]
     for name in expected_plots:

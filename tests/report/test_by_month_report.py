@@ -67,7 +67,7 @@ def test_report_with_a_cutoff_draws_the_png_and_tests_before_against_after(runs,
     assert width > 400 and height > 250
     md = (index.parent / "summary.md").read_text()
     assert "## Before and after the training cutoff 2024-06" in md and "![accuracy by month" in md
-    # model-a: 16/20 before, 5/20 after: diff -0.55, se sqrt(.8*.2/20 + .25*.75/20) = 0.131814, p = 3.0e-5
+    # model-a: 16/20 before, 5/20 after: diff -0.55, interval [-0.767, -0.212], p = 0.0009
     row = next(line for line in md.splitlines() if line.startswith("| model-a") and "2024-05 .. 2024-06" in line)
     assert "0.800 (20)" in row and "0.250 (20)" in row and "-0.550" in row and "<0.001" in row
     assert "liveaops (dates 2024-05 ..)" in md
@@ -76,13 +76,15 @@ def test_report_with_a_cutoff_draws_the_png_and_tests_before_against_after(runs,
 
 
 def test_compare_with_a_cutoff_reports_each_runs_split(runs):
-    result = compare_runs(runs[0], runs[1], rounds=50, cutoff="2024-06")
+    result = compare_runs(runs[0], runs[1], cutoff="2024-06")
     a, b = result["cutoff"]["a"], result["cutoff"]["b"]
     assert (a["before"]["accuracy"], a["after"]["accuracy"]) == (pytest.approx(0.8), pytest.approx(0.25))
-    assert a["diff"] == pytest.approx(-0.55) and a["se"] == pytest.approx(0.131814, abs=1e-6)
-    assert b["diff"] == pytest.approx(0.0) and b["p_value"] == pytest.approx(1.0)
+    # MOVER of the Clopper-Pearson intervals of 16/20 and 5/20
+    assert a["diff"] == pytest.approx(-0.55) and (a["low"], a["high"]) == pytest.approx((-0.766939, -0.212229), abs=1e-6)
+    assert a["p_value"] < 0.001
+    assert b["diff"] == pytest.approx(0.0) and b["p_value"] == pytest.approx(1.0) and b["low"] < -0.3
     text = format_text(result)
-    assert "training cutoff 2024-06" in text and "two-proportion z-test (unpaired, unpooled)" in text
+    assert "training cutoff 2024-06" in text and "MOVER of Clopper-Pearson intervals (Newcombe), unpaired" in text
 
 
 def test_report_cutoff_on_undated_runs_and_bad_cutoffs_are_errors(tmp_path):
@@ -100,7 +102,9 @@ def test_a_real_liveaops_window_run_reports_by_month(tmp_path, data_dir):
     folder = run_folder(tmp_path / "outputs", "liveaops_reference_t0.0")
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["counts"]["samples"] == 266 and summary["metrics"]["accuracy"] == 1.0
-    assert summary["metrics"]["by_month"] == {"2024-11": {"accuracy": 1.0, "n": 266, "se": 0.0, "ci95": [1.0, 1.0]}}
+    # 266 of 266 right: the interval is Clopper-Pearson's [0.025 ** (1/266), 1], never the point [1, 1]
+    assert summary["metrics"]["by_month"] == {"2024-11": {"accuracy": 1.0, "n": 266, "se": 0.0,
+                                                          "ci95": [pytest.approx(0.025 ** (1 / 266)), 1.0]}}
     assert summary["date_window"]["start_date"] == "2024-11" and summary["config"]["env"]["start_date"] == "2024-11"
     rows = [json.loads(line) for p in sorted((folder / "scores").glob("per_problem*.jsonl"))
             for line in p.read_text().splitlines()]
