@@ -93,7 +93,7 @@ def main() -> None:
         for label, prefix in (("the summary's selection", "sel"), ("the whole folder (before)", "all")):
             a, b = root / f"{prefix}1", root / f"{prefix}2"
             print(f"reading {label}:")
-            measure("compare (2000 resamples)", lambda: compare_runs(a, b)["matched"]["samples"])
+            measure("compare", lambda: compare_runs(a, b)["matched"]["samples"])
             out = root / f"viewer-{prefix}"
 
             def viewer() -> int:

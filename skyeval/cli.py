@@ -329,11 +329,15 @@ class SweepRecorder:
 
         from hydra.core.hydra_config import HydraConfig
 
+        from hydra.core.utils import JobStatus
+
         record = os.environ.get(self.ENV)
         if record:
             hydra = HydraConfig.get()
-            with open(record, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"dir": hydra.runtime.output_dir, "overrides": list(hydra.overrides.task)}) + "\n")
+            folder = job_return.return_value if job_return.status == JobStatus.COMPLETED else None
+            with open(record, "a", encoding="utf-8") as f:  # the run folder (named by the run), else Hydra's
+                f.write(json.dumps({"dir": folder or hydra.runtime.output_dir,
+                                    "overrides": list(hydra.overrides.task)}) + "\n")
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("on_"):  # the other hooks: nothing to do

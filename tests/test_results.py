@@ -136,11 +136,11 @@ def test_fingerprint_has_real_values_and_no_secrets():
     resolved = {"env": {"name": "aime24", "limit": 5}, "template": None,
                 "model_config": {"model_source": "m", "api_key": "sk-secret", "max_num_batched_tokens": 2048},
                 "sampling_params": {"max_tokens": 128, "n": 4, "seed": 0}}
-    fp = fingerprint(resolved)
+    fp = fingerprint(resolved).values
     assert fp["sampling"] == {"max_tokens": 128, "seed": 0}
     assert fp["model"] == {"model_source": "m", "max_num_batched_tokens": 2048}
     assert "sk-secret" not in json.dumps(fp) and REDACTED not in json.dumps(fp)
-    other = fingerprint({**resolved, "sampling_params": {"max_tokens": 256, "n": 4, "seed": 0}})
+    other = fingerprint({**resolved, "sampling_params": {"max_tokens": 256, "n": 4, "seed": 0}}).values
     assert other != fp
 
 

@@ -102,6 +102,21 @@ class Env:
             source = RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
             check_lines(source.paths or [])
 
+    def data_identity(self) -> dict[str, Any]:
+        """What data this env reads, by content: a hash of its local files (every file its
+        `local_files` patterns match under the data dir, folders' files included), or the
+        hub split's id and `datasets` fingerprint. It enters the run folder's fingerprint."""
+        from skyeval.envs.data import content_identity, hub_identity, resolve_data_dir
+
+        root = resolve_data_dir(self.data_dir)
+        if root is None or not self.local_files:
+            return hub_identity(self.hf_id, self.split, self.hf_subset) if self.hf_id else {}
+        patterns = [self.local_files] if isinstance(self.local_files, str) else self.local_files
+        matched = [path for pattern in patterns for path in sorted(root.glob(pattern))]
+        files = [f for path in matched for f in ([path] if path.is_file() else sorted(path.rglob("*")))
+                 if f.is_file()]
+        return content_identity(root, files)
+
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
         raise NotImplementedError(f"{type(self).__name__} must implement to_problem(row, index)")

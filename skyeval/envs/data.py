@@ -100,6 +100,32 @@ def check_lines(paths: Iterable[Path]) -> None:
                         _json_line(line, path, f"line {number}")
 
 
+def content_identity(root: Path, paths: Iterable[Path]) -> dict[str, Any]:
+    """The identity of local data files: a hash of their contents and names relative to
+    `root` (streamed in 1 MiB chunks: a copy of the files elsewhere has the same identity,
+    an edited one another), and how many files and bytes it covers."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    files = size = 0
+    for path in sorted(set(paths)):
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        h.update(f"{name}\0{path.stat().st_size}\0".encode())
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+        files += 1
+    return {"content": h.hexdigest(), "files": files, "bytes": size}
+
+
+def hub_identity(hf_id: str, split: str, subset: str | None) -> dict[str, Any]:
+    """The identity of a hub split: its id and the fingerprint `datasets` gives its cached
+    Arrow data (it changes when the dataset's files do)."""
+    dataset = load_hub(hf_id, split, subset)
+    return {"hub": hf_id, "subset": subset, "split": split, "content": getattr(dataset, "_fingerprint", None)}
+
+
 def _json_line(line: str | bytes, path: Path, where: str) -> dict[str, Any]:
     try:
         return json.loads(line)

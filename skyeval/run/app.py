@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from skyeval.config.fingerprints import fingerprint, register_resolvers
+from skyeval.config.fingerprints import Fingerprint, fingerprint, register_resolvers
 from skyeval.config.schema import RunConfig
 from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
@@ -34,15 +34,19 @@ register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> str | None:
     from hydra.core.hydra_config import HydraConfig
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    from hydra.types import RunMode
+
+    hydra = HydraConfig.get()
+    run_dir = Path(hydra.runtime.output_dir)
     try:
         with clear_errors():
-            execute(RunConfig.of(cfg), run_dir)
+            summary = execute(RunConfig.of(cfg), run_dir, sweep=hydra.mode == RunMode.MULTIRUN)
     finally:
         _remove_if_unused(run_dir)
+    return summary.get("run_dir")  # the run folder, for the sweep's record (cli.SweepRecorder)
 
 
 def _remove_if_unused(run_dir: Path) -> None:
@@ -84,20 +88,22 @@ def _fail(err: Exception) -> None:
     sys.exit(2)
 
 
-def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run `config.stage` into `run_dir` (default: `logging.results_dir/experiment_name`, or
-    the earlier folder of the same config an older skyeval named differently) and return
-    the summary written there."""
+def execute(config: RunConfig, run_dir: str | Path | None = None, sweep: bool = False) -> dict[str, Any]:
+    """Run `config.stage` into `run_dir` (default: `logging.results_dir/experiment_name`, its
+    `${fingerprint_hash:}` filled in with the run's fingerprint; or the earlier folder of the
+    same config an older skyeval named differently) and return the summary written there.
+    `sweep`: one point of a sweep, whose folder name must hold the digest."""
     run_dir = Path(run_dir if run_dir is not None else Path(config.logging.results_dir) / config.logging.experiment_name)
-    run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     env.check_window()  # a date window that holds no problem
     if not config.shard.active:  # a shard's data errors are recorded in its state instead (merge names them)
         check_problems(env)
         env.check_data()
+    identity = fingerprint(config, env.data_identity())  # the run's one fingerprint: passed to all that needs it
+    run_dir = identity.folder(run_dir, sweep).expanduser().absolute()
     if config.dry_run and config.stage != "score":
-        return dry_run(config, env, resume.run_folder(config, run_dir))
+        return dry_run(config, env, resume.run_folder(identity, run_dir), identity)
     if config.grading.active and config.stage != "generate" and not _judgeable(env):
         raise ConfigError(f"grading.mode={config.grading.mode}: a judge grades math answers, and env {env.name} "
                           "is not a math env (grading.mode=off)")
@@ -109,9 +115,9 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
                           "once every shard has finished")
     try:  # every setting is checked before the folder is claimed: a bad one leaves nothing on disk
         _prepare(config, env)
-        folder = resume.run_folder(config, run_dir)
+        folder = resume.run_folder(identity, run_dir)
         with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
-            return _execute(config, env, folder)
+            return _execute(config, env, folder, identity)
     finally:
         env.close()
 
@@ -137,14 +143,14 @@ def check_problems(env: Env) -> None:
         raise ConfigError(f"env {env.name!r} has no problems ({why}): nothing to run")
 
 
-def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
+def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprint) -> dict[str, Any]:
     from skyeval.metrics import MetricsAccumulator
 
     stage, shard = config.stage, config.shard
     setup_logging(folder.logs, config.logging.level)
     # checked before any work: a sandbox that can't run fails here, not after generating
     scoring = env.describe_scoring() if stage != "generate" else {}
-    resumed, started_at = _claim(folder, config)
+    resumed, started_at = _claim(folder, config, identity)
     template = env.template.describe(env.model_source)
     log.info("system prompt: %s", template["system_prompt_reason"])
     log.info("%s %s with %s -> %s%s%s", stage, env.name, env.model_source, folder.path,
@@ -179,7 +185,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     if stage != "generate":
         summary["cost"] = run_cost(summary, config.model_config.price)
     if shard.active:
-        summary = _finish_shard(folder, shard, summary, outcome, config, started_at)
+        summary = _finish_shard(folder, shard, summary, outcome, identity, started_at)
     else:
         write_json(folder.summary, summary)
         merge.forget_shards(folder)
@@ -206,28 +212,34 @@ def _scores_on_workers(config: RunConfig) -> bool:
     return isinstance(config.model_config, RayConfig)
 
 
-def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:
-    """Bind the folder to this config and write config.yaml, one shard at a time (the jobs of
-    an array start together). config.yaml describes the whole folder, without the shard
-    section, so that `score run_dir=...` re-scores all of it. Returns (resuming, shard start)."""
+def _claim(folder: RunFolder, config: RunConfig, identity: Fingerprint) -> tuple[bool, str | None]:
+    """Bind the folder to this run's fingerprint and write config.yaml, one shard at a time
+    (the jobs of an array start together). config.yaml describes the whole folder, without
+    the shard section, so that `score run_dir=...` re-scores all of it. Returns (resuming,
+    shard start)."""
     whole = {k: v for k, v in config.to_dict().items() if k != "shard"}
     text = OmegaConf.to_yaml(OmegaConf.create(redact(whole)))
-    same = resume.same_config(config)
+    previous = read_json(folder.run_file)
+    if previous is not None and not config.overwrite and not identity.same_data(previous) \
+            and identity.matches(previous):
+        before, now = (previous.get("data") or {}).get("content"), (identity.values.get("data") or {}).get("content")
+        log.warning("%s was made from other data (content %s, now %s): samples of problems that changed are made "
+                    "again, the others reused", folder.path, before, now)
     if not config.shard.active:
-        resumed = folder.claim(fingerprint(config), overwrite=config.overwrite, same=same)
+        resumed = folder.claim(identity.values, overwrite=config.overwrite, same=identity.matches)
         folder.config.write_text(text, encoding="utf-8")
         return resumed, None
     with folder.waiting_lock("claim"):
-        resumed = folder.claim(fingerprint(config), overwrite=config.overwrite, same=same)
+        resumed = folder.claim(identity.values, overwrite=config.overwrite, same=identity.matches)
         folder.config.write_text(text, encoding="utf-8")
-        return resumed, merge.mark_running(folder, config.shard, fingerprint(config))
+        return resumed, merge.mark_running(folder, config.shard, identity.values)
 
 
 def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outcome: pipeline.RunOutcome,
-                  config: RunConfig, started_at: str) -> dict[str, Any]:
+                  identity: Fingerprint, started_at: str) -> dict[str, Any]:
     """A shard writes its state to shards/, not summary.json; the last one to finish merges
     them. Returns the merged summary then, else the shard's own."""
-    path = merge.write_state(folder, shard, summary, outcome.metrics, fingerprint(config), started_at)
+    path = merge.write_state(folder, shard, summary, outcome.metrics, identity.values, started_at)
     counts = summary["counts"]
     line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
             f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
@@ -244,7 +256,7 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     return merged
 
 
-def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
+def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprint) -> dict[str, Any]:
     """Print what the run would send (problems, samples, prompt tokens, max completion
     tokens, worst-case cost: only what `folder`, when it holds this config's earlier work,
     does not have yet) and the first prompt, and return it, without building a backend or
@@ -254,7 +266,7 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     sampling, shard = config.sampling_params, config.shard
     previous = read_json(folder.run_file) if not config.overwrite else None
     earlier = resume.EarlierRecords(folder, config.stage) \
-        if previous is not None and resume.same_config(config)(previous) else None
+        if previous is not None and identity.matches(previous) else None
 
     def wanted(problem: dict[str, Any]) -> int:
         pid = str(problem["id"])

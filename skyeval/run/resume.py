@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from skyeval.config.fingerprints import compatible, fingerprint
-from skyeval.config.schema import RunConfig
+from skyeval.config.fingerprints import Fingerprint
 from skyeval.results import (
     Key,
     KeySet,
@@ -33,51 +31,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("skyeval")
 
-_HASHED = re.compile(r"^(.*)_[0-9a-f]{8}$")
-
-
-def same_config(config: RunConfig) -> Callable[[dict[str, Any]], bool]:
-    """Whether a folder's run.json fingerprint describes `config`: the same values, keys
-    that only one side has holding their defaults (`compatible`)."""
-    current, defaults = fingerprint(config), fingerprint(_defaults(config))
-    return lambda previous: compatible(previous, current, defaults)
-
-
-def run_folder(config: RunConfig, run_dir: Path) -> RunFolder:
+def run_folder(identity: Fingerprint, run_dir: Path) -> RunFolder:
     """`run_dir`, unless it is new and a sibling folder of the same readable name holds this
-    config's earlier work under another fingerprint digest (written before a knob existed,
-    by an older skyeval): resuming there loses nothing."""
+    run's earlier work (same config, same data) under another fingerprint digest (written
+    before a knob or the data's identity entered it, by an older skyeval): resuming there
+    loses nothing. A folder of other data is never taken: another copy gets its own folder."""
     folder = RunFolder(run_dir)
-    match = _HASHED.match(run_dir.name)
-    if folder.run_file.exists() or match is None:
+    if folder.run_file.exists():
         return folder
-    same = same_config(config)
-    for sibling in sorted(run_dir.parent.glob(f"{glob_escape(match[1])}_" + "[0-9a-f]" * 8)):
-        previous = read_json(sibling / "run.json") if sibling != run_dir else None
-        if previous is not None and same(previous):
+    for sibling in identity.siblings(run_dir):
+        previous = read_json(sibling / "run.json")
+        if previous is not None and identity.matches(previous) and identity.same_data(previous):
             log.info("resuming %s: the earlier run folder of this config (named by an older skyeval)", sibling)
             return RunFolder(sibling)
     return folder
-
-
-def glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)
-
-
-def _defaults(config: RunConfig) -> dict[str, Any]:
-    """The sections of `config` as their classes' defaults (the env's knobs, the model
-    config's fields, a default template and sampling), for `compatible`."""
-    import dataclasses
-
-    from skyeval.backends.base import SamplingParams
-    from skyeval.envs.registry import env_defaults
-    from skyeval.templates import Template
-
-    model = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
-             for f in dataclasses.fields(config.model_config)
-             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
-    return {"env": env_defaults(config.env), "template": dataclasses.asdict(Template()),
-            "model_config": model, "sampling_params": dataclasses.asdict(SamplingParams())}
 
 
 class EarlierRecords:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from skyeval import SkyEnvBuilder
-from skyeval.config.fingerprints import digest, fingerprint
+from skyeval.config.fingerprints import fingerprint
 from skyeval.envs.dates import DateWindow, parse_date, problem_date
 from skyeval.errors import ConfigError
 from tests.conftest import run_cli
@@ -90,10 +90,10 @@ def test_undated_envs_refuse_a_window_and_livecodebench_uses_it():
 
 def test_the_window_is_part_of_the_fingerprint_only_when_set():
     base = {"env": {"name": "liveaops", "answers": "any", "start_date": None, "end_date": None}}
-    assert fingerprint(base)["env"] == {"name": "liveaops", "answers": "any"}  # undated runs keep their fingerprints
+    assert fingerprint(base).values["env"] == {"name": "liveaops", "answers": "any"}  # undated runs keep their fingerprints
     windowed = {"env": {**base["env"], "start_date": "2024-07"}}
-    assert fingerprint(windowed)["env"]["start_date"] == "2024-07"
-    assert len({digest(fingerprint(c)) for c in (base, windowed, {"env": {**windowed["env"], "end_date": "2024-09"}})}) == 3
+    assert fingerprint(windowed).values["env"]["start_date"] == "2024-07"
+    assert len({fingerprint(c).digest for c in (base, windowed, {"env": {**windowed["env"], "end_date": "2024-09"}})}) == 3
 
 
 def test_cli_bad_date_is_one_line_and_exit_2(tmp_path, data_dir):
