@@ -1,6 +1,5 @@
 """The Hydra config tree, composed the way the CLI composes it."""
 
-
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf

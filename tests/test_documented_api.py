@@ -50,8 +50,8 @@ template:
   - {"role": "user", "content": "Answer the following question: {question}"}
 sampling_params: {max_tokens: 4096, temperature: 0.5}
 logging:
-  experiment_name: ${env.name}_${model_config.model_source}_${sampling_params.temperature}
-  results_dir: ${oc.env:SKYHOME,.}/evaluation_results/${logging.experiment_name}
+  experiment_name: ${safe_name:${env.name}_${model_config.model_source}_${sampling_params.temperature}}
+  results_dir: ${oc.env:SKYHOME,.}/evaluation_results
 """
 
 
@@ -205,7 +205,9 @@ def test_user_yaml_composes_as_written(tmp_path, data_dir, cli_tmpdir):
     assert cfg["template"]["messages"][1] == {"role": "user", "content": "Answer the following question: {question}"}
     assert cfg["env"]["limit"] == 3 and cfg["env"]["name"] == "aime24" and "env_kwargs" not in cfg["env"]
     assert cfg["metrics"] == [{"type": "pass", "k": 1, "n_samples": 64}] and cfg["sampling_params"]["n"] == 64
-    assert cfg["logging"]["experiment_name"] == "aime24_Qwen/Qwen2-7B-Instruct_0.5"
+    # one folder level: evaluation_results/<name> (issue 49: it was <name>/<name>, and a model's "/" nested it again)
+    assert cfg["logging"]["experiment_name"] == "aime24_Qwen_Qwen2-7B-Instruct_0.5"
+    assert cfg["logging"]["results_dir"] == f"{tmp_path}/evaluation_results"
     assert not list(cli_tmpdir.iterdir())  # and that folder is gone
 
 
@@ -217,7 +219,7 @@ def test_user_yaml_runs_on_the_tiny_model(tmp_path, data_dir, tiny_model):
             *(f"+model_config.engine_kwargs.{k}={v}" for k, v in CPU_ENGINE_KWARGS.items() if k != "max_model_len"),
             "+model_config.engine_kwargs.max_model_len=512", cwd=tmp_path, env={"SKYHOME": str(tmp_path)}, timeout=900)
     summaries = list((tmp_path / "evaluation_results").rglob("summary.json"))
-    assert len(summaries) == 1
+    assert len(summaries) == 1 and summaries[0].parent.parent == tmp_path / "evaluation_results"
     summary = load_summary(summaries[0].parent)
     assert summary["counts"]["problems"] == 2 and summary["counts"]["samples"] == 128
     assert summary["config"]["metrics"] == [{"type": "pass", "k": 1, "n_samples": 64}]
