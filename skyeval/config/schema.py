@@ -66,7 +66,9 @@ class RunConfig:
     `_target_` class, plus knobs; they are checked against that class's constructor when
     the env is built. `data_dir` (default `$SKYEVAL_DATA_DIR`) is the local benchmark
     mirror; `imports` are modules imported first (ones calling `SkyEnvBuilder.register`);
-    `metrics` null means accuracy and pass@k at 1, 2, 4 .. n."""
+    `metrics` null means accuracy and pass@k at 1, 2, 4 .. n. `strict`: a problem whose gold
+    cannot grade its samples (docs/metrics.md, `records.bad_golds`) stops the run before it
+    starts, instead of being left out of it."""
 
     env: Any = MISSING
     model_config: ModelConfig = MISSING
@@ -82,6 +84,7 @@ class RunConfig:
     dry_run: bool = False
     retry_failures: bool = False
     overwrite: bool = False
+    strict: bool = False
     imports: list[str] = field(default_factory=list)
     # keys a user added at the top with `+key=value` (their own, e.g. for interpolations):
     # written with the config (redacted like the rest), read by nothing

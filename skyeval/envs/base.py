@@ -134,11 +134,18 @@ class Env:
         """Whether a problem is run: `keep` and, for a dated benchmark, in the date window."""
         return self.keep(problem) and (not self.window.active or self.window.holds(self.date_of(problem)))
 
-    def iter_problems(self, on_error: Callable[[int, Exception], None] | None = None) -> Iterator[dict[str, Any]]:
+    def iter_problems(self, on_error: Callable[[int, Exception], None] | None = None,
+                      on_bad_gold: Callable[[dict[str, Any], str], None] | None = None,
+                      judged: bool = False) -> Iterator[dict[str, Any]]:
         """The env's problems, filtered (`keep`, the date window) and limited, as plain
         dicts, one at a time. A row that can't be read (its date included) raises, or with
         `on_error` is reported as (row index, error) and skipped. A date window that holds
-        no problem raises a ConfigError naming the data's dates."""
+        no problem raises a ConfigError naming the data's dates.
+
+        Golds: with `on_bad_gold`, a selected problem whose gold cannot grade its samples
+        (`bad_gold`; `judged`: a judge grades what the rules cannot read) is reported as
+        (problem, why) and skipped; it still counts toward `limit`. Without it, a malformed
+        gold is that row's error (as above) and a missing one is yielded (scored null)."""
         kept = 0
         dates = DateRange()
         for index, row in enumerate(self.load_rows()):
@@ -146,7 +153,8 @@ class Env:
                 return
             try:
                 problem = self.to_problem(row, index)
-                self.check_gold(problem, allow_none=True)  # no gold: scored null; a malformed one: this row fails
+                if on_bad_gold is None:
+                    self.check_gold(problem, allow_none=True)  # no gold: scored null; a malformed one: this row fails
                 if self.date_field is not None:
                     dates.add(self.date_of(problem))
             except Exception as err:  # noqa: BLE001 - a malformed row
@@ -156,10 +164,30 @@ class Env:
                 continue
             if self.selected(problem):
                 kept += 1
+                why = self.bad_gold(problem, judged) if on_bad_gold is not None else None
+                if why is not None:
+                    on_bad_gold(problem, why)
+                    continue
                 yield problem
         if self.window.active and kept == 0 and self.limit != 0:
             raise ConfigError(f"env {self.name!r}: no problem in the date window {self.window.describe()}; "
                               f"{dates.describe()}")
+
+    def bad_gold(self, problem: dict[str, Any], judged: bool = False) -> str | None:
+        """Why `problem`'s gold cannot grade its samples, or None: the row holds none or an
+        unreadable one (`to_problem` says so in the problem's `bad_gold`), or a gold is not
+        what the env needs (`gold_problem`). `judged`: a model judge grades where the rules
+        cannot (math envs then accept golds their rules cannot read)."""
+        if problem.get("bad_gold"):
+            return str(problem["bad_gold"])
+        for key in self.required_keys:
+            value = problem.get(key)
+            if value is None:
+                return f"no {key}: nothing to score against"
+            expected = self.gold_problem(key, value, problem)
+            if expected is not None:
+                return f"gold {key!r} must be {expected}, got {_shown(value)}"
+        return None
 
     def describe_window(self) -> dict[str, Any]:
         """summary.json's `date_window` (the window, inclusive, and the field it reads);
@@ -531,6 +559,11 @@ def _scored(name: str, scorer: Callable[[dict[str, Any]], Any], item: dict[str, 
             raise TypeError(f"scorer {name!r} returned a dict without 'score': {sorted(result)}")
         return {**result, "score": float(result["score"])}
     return {"score": float(result)}
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class DateRange:

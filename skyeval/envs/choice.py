@@ -59,20 +59,29 @@ class ChoiceScorer:
                             reasoning=item.get("reasoning"))
 
 
-def choice_problem(problem_id: str, stem: str, options: Sequence[str], answer_index: int, **meta: Any) -> dict[str, Any]:
-    """The problem dict of a multiple-choice row (options are stripped, then lettered)."""
+def choice_problem(problem_id: str, stem: str, options: Sequence[str], answer_index: int | None,
+                   answer: Any = None, **meta: Any) -> dict[str, Any]:
+    """The problem dict of a multiple-choice row (options are stripped, then lettered). A
+    gold outside the options (`answer_index` None or out of range; `answer` as the row
+    gives it) leaves `expected` None and says why in `bad_gold`: the run names it and
+    leaves the problem out."""
     options = [str(o).strip() for o in options]
-    if not 2 <= len(options) <= len(LETTERS) or not 0 <= answer_index < len(options):
-        raise ValueError(f"problem {problem_id}: {len(options)} options with answer index {answer_index}")
+    if not 2 <= len(options) <= len(LETTERS):
+        raise ValueError(f"problem {problem_id}: {len(options)} options (2 to {len(LETTERS)} needed)")
+    valid = answer_index is not None and 0 <= answer_index < len(options)
     lettered = "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
-    return {
+    problem = {
         "id": problem_id,
         "question": f"{stem.strip()}\n\n{lettered}",
         "choices": options,
-        "expected": LETTERS[answer_index],
+        "expected": LETTERS[answer_index] if valid else None,
         "num_options": len(options),
         **meta,
     }
+    if not valid:
+        shown = answer if answer is not None else answer_index
+        problem["bad_gold"] = f"the gold {shown!r} is not one of its {len(options)} options (A-{LETTERS[len(options) - 1]})"
+    return problem
 
 
 def _validated(knob: str, values: str | Sequence[str] | None, valid: tuple[str, ...]) -> list[str] | None:
@@ -137,7 +146,8 @@ class MMLUEnv(ChoiceEnv):
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         subject = row.get("subject") or row["_file"].removesuffix("_test")
         options = row["choices"] if "choices" in row else [row[f"choice{i}"] for i in range(4)]
-        return choice_problem(f"{subject}-{index}", row["question"], options, int(row["answer"]), subject=subject)
+        return choice_problem(f"{subject}-{index}", row["question"], options, int(row["answer"]), answer=row["answer"],
+                              subject=subject)
 
     def keep(self, problem: dict[str, Any]) -> bool:
         return self.subjects is None or problem["subject"] in self.subjects
@@ -163,7 +173,8 @@ class MMLUProEnv(ChoiceEnv):
             str(row["question_id"]),
             row["question"],
             row["options"],
-            LETTERS.index(row["answer"].strip()),
+            LETTERS.index(row["answer"].strip()) if row["answer"].strip() in LETTERS else None,
+            answer=row["answer"],
             category=row["category"],
             src=row.get("src"),
         )
@@ -178,6 +189,6 @@ class ARCEnv(ChoiceEnv):
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         labels = [str(label).strip() for label in row["choices"]["label"]]
-        return choice_problem(
-            row["id"], row["question"], row["choices"]["text"], labels.index(str(row["answerKey"]).strip())
-        )
+        key = str(row["answerKey"]).strip()
+        return choice_problem(row["id"], row["question"], row["choices"]["text"],
+                              labels.index(key) if key in labels else None, answer=key)

@@ -68,6 +68,20 @@ class MathEnv(Env):
         answer = expected[0] if isinstance(expected, list) else expected
         return f"{solution}\n\nThe final answer is $\\boxed{{{answer}}}$.".lstrip()
 
+    def bad_gold(self, problem: dict[str, Any], judged: bool = False) -> str | None:
+        """`Env.bad_gold`, and, unless a judge grades (`judged`), a gold in which math-verify
+        reads no mathematics (`skyeval.scorers.math.gold_problem`: every listed answer): the
+        rules could only ever match its text. A check that runs past `GOLD_CHECK_S` is
+        taken as readable (the grader bounds its own time)."""
+        why = super().bad_gold(problem, judged)
+        if why is not None or judged:
+            return why
+        answers = problem["expected"] if isinstance(problem["expected"], list) else [problem["expected"]]
+        flaws = [_gold_flaw(str(answer)) for answer in answers]
+        if all(flaws):
+            return f"gold {_shown_gold(answers)}: {flaws[0]}"
+        return None
+
     @property
     def vote(self) -> AnswerVote:
         """Majority vote over the grader's equivalence classes (docs/metrics.md)."""
@@ -111,13 +125,16 @@ class GSM8KEnv(MathEnv):
         super().__init__(question_field=question_field, id_field=id_field, **kwargs)
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
-        rationale, _, answer = row["answer"].rpartition("####")
-        return {
+        rationale, mark, answer = row["answer"].rpartition("####")
+        problem = {
             "id": str(row.get("idx", index)),
             "question": row["question"],
-            "expected": answer.strip().replace(",", ""),
-            "solution": re.sub(r"<<[^>]*>>", "", rationale).strip(),
+            "expected": answer.strip().replace(",", "") if mark else None,
+            "solution": re.sub(r"<<[^>]*>>", "", rationale if mark else answer).strip(),
         }
+        if not mark:  # the whole worked solution is no gold (it used to be taken as one)
+            problem["bad_gold"] = "its answer has no final '#### N' line"
+        return problem
 
 
 class AIME25Env(MathEnv):
@@ -348,6 +365,26 @@ class LiveAoPSEnv(MathEnv):
             else:
                 classes.append([answer])
         return classes
+
+
+GOLD_CHECK_S = 2.0  # per gold: math-verify's parse of a long LaTeX gold can take a while
+
+
+def _gold_flaw(gold: str) -> str | None:
+    """`gold_problem` within `GOLD_CHECK_S` (None: readable, or too slow to tell)."""
+    from skyeval.scorers.math import gold_problem
+    from skyeval.scorers.math.symbolic import warm_math_verify
+    from skyeval.scorers.time_limit import TimeLimitExceeded, call_with_time_limit
+
+    try:  # math-verify's imports happen once, outside the limit
+        return call_with_time_limit(gold_problem, gold, timeout_s=GOLD_CHECK_S, warmup=warm_math_verify)
+    except TimeLimitExceeded:
+        return None
+
+
+def _shown_gold(answers: list[Any], limit: int = 80) -> str:
+    text = " | ".join(map(str, answers))
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def check_knob(knob: str, value: Any, valid: tuple[str, ...]) -> None:

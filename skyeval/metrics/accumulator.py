@@ -166,6 +166,7 @@ class MetricsAccumulator:
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
         self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
         self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
+        self.verdicts: Counter = Counter()  # the rules' `verdict` (equal | different | undecided) per sample (math)
         # dated benchmarks: each problem's date (`note_date`) until it is folded, then its
         # accuracy into its month's sums
         self.dates: dict[str, str] = {}
@@ -212,6 +213,9 @@ class MetricsAccumulator:
         self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
         if record.get("graded_by") is not None:
             self.graded_by[str(record["graded_by"])] += 1
+        verdict = record.get("rule_verdict", record.get("verdict"))
+        if verdict is not None:
+            self.verdicts[str(verdict)] += 1
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -340,6 +344,7 @@ class MetricsAccumulator:
         self.grading.update(other.grading)
         self.passed_by_tolerance += other.passed_by_tolerance
         self.graded_by.update(other.graded_by)
+        self.verdicts.update(other.verdicts)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -372,6 +377,7 @@ class MetricsAccumulator:
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
             "graded_by": dict(self.graded_by),
+            "verdicts": dict(self.verdicts),
             "by_month": {month: m.to_state() for month, m in sorted(self.by_month.items())},
             "dates": dict(self.dates),
         }
@@ -399,6 +405,7 @@ class MetricsAccumulator:
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
         acc.graded_by = Counter(state.get("graded_by") or {})
+        acc.verdicts = Counter(state.get("verdicts") or {})
         acc.by_month = {month: Moments.from_state(m) for month, m in (state.get("by_month") or {}).items()}
         acc.dates = dict(state.get("dates") or {})
         return acc
@@ -406,12 +413,17 @@ class MetricsAccumulator:
     def grading_summary(self) -> dict[str, Any]:
         """summary.json `scoring.grading`: the share of scored samples graded each way
         (code envs: `isolated` or `in_process`, docs/sandbox.md), and `scoring.passed_by_tolerance`:
-        how many passed only by the float tolerance; {} when no sample says how it was graded."""
+        how many passed only by the float tolerance; `scoring.verdicts`: scored samples by
+        the rules' verdict (math envs: `equal`, `different`, `undecided`). {} without either."""
+        out: dict[str, Any] = {}
+        if self.verdicts:
+            out["verdicts"] = {kind: self.verdicts.get(kind, 0) for kind in ("equal", "different", "undecided")}
+            out["verdicts"].update({k: v for k, v in self.verdicts.items() if k not in out["verdicts"]})
         total = sum(self.grading.values())
         if not total:
-            return {}
+            return out
         return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total},
-                "passed_by_tolerance": self.passed_by_tolerance}
+                "passed_by_tolerance": self.passed_by_tolerance, **out}
 
     # -- output ------------------------------------------------------------------------------
     def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:

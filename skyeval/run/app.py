@@ -100,6 +100,8 @@ def execute(config: RunConfig, run_dir: str | Path | None = None, sweep: bool = 
     if not config.shard.active:  # a shard's data errors are recorded in its state instead (merge names them)
         check_problems(env)
         env.check_data()
+    if config.strict:
+        check_golds(env, judged(config))
     identity = fingerprint(config, env.data_identity())  # the run's one fingerprint: passed to all that needs it
     run_dir = identity.folder(run_dir, sweep).expanduser().absolute()
     if config.dry_run and config.stage != "score":
@@ -198,6 +200,26 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
     return summary
 
 
+def judged(config: RunConfig) -> bool:
+    """Whether a gold only a judge can read grades in this run (a grading mode is on, or the
+    stage generates only: no grader yet)."""
+    return config.grading.active or config.stage == "generate"
+
+
+def check_golds(env: Env, judged: bool) -> None:
+    """`strict=true`: read every problem and refuse the run (a ConfigError, before any
+    folder exists) when any of their golds cannot grade its samples."""
+    bad: dict[str, str] = {}
+    for _ in env.iter_problems(on_error=lambda index, err: None, judged=judged,
+                               on_bad_gold=lambda problem, why: bad.setdefault(str(problem["id"]), why)):
+        pass
+    if bad:
+        shown = "; ".join(f"problem {pid}: {why}" for pid, why in list(bad.items())[:5])
+        raise ConfigError(f"strict=true: {len(bad)} problems of {env.name} have a gold that cannot grade their samples "
+                          f"({shown}{'; ...' if len(bad) > 5 else ''}); fix the data, or run without strict=true to "
+                          "leave them out (summary.json records.bad_golds)")
+
+
 def _judgeable(env: Env) -> bool:
     """Whether a judge can grade this env's answers (math envs: an answer against a gold)."""
     from skyeval.envs.math import MathEnv
@@ -277,7 +299,9 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprin
         made = (content_hash(env.apply_prompt_template_on_item(problem)["prompt"]), env.gold_hash(problem))
         return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
 
-    report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
+    problems = env.iter_problems(on_error=lambda index, err: None, on_bad_gold=lambda problem, why: None,
+                                 judged=judged(config))  # what the run would send: bad golds are left out
+    report = estimate(env, problems, sampling, config.model_config, wanted)
     how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",

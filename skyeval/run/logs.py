@@ -60,6 +60,9 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
             line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
     if metrics.get("truncated_rate"):
         line += f" | truncated {metrics['truncated_rate']:.1%}"
+    bad_golds = (summary.get("records") or {}).get("bad_golds")
+    if bad_golds:
+        line += f" | {bad_golds} problems left out: their gold cannot grade (records.bad_golds)"
     to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
     if counts["failed"]:
         log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))

@@ -39,6 +39,7 @@ from skyeval.scorers.pool import ItemFailure, ScorerPool
 log = logging.getLogger("skyeval")
 
 ITEM_TIMEOUT_S = 600.0  # a backstop per sample: scorers bound their own work (code tests, math-verify)
+BAD_GOLDS_SHOWN = 20  # bad golds named one line each on the console (and in summary.json); the rest counted
 
 
 def scoring_pool(env: Env, workers: int | None = None) -> ScorerPool:
@@ -59,6 +60,7 @@ class RunOutcome:
     resumed: int = 0
     unreadable_lines: int = 0  # torn lines found in the folder's record files (their samples redone)
     outside: int = 0  # earlier samples in the folder outside this run's selection: kept, not counted
+    bad_golds: dict[str, str] = field(default_factory=dict)  # problems left out: their gold cannot grade (id -> why)
     failures_by_stage: Counter = field(default_factory=Counter)
     interrupted: bool = False
     lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
@@ -75,7 +77,10 @@ class RunOutcome:
             "counts": {"problems": self.problems, "samples": self.samples, "generated": self.generated,
                        "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
                        "resumed": self.resumed},
-            "records": {"unreadable_lines": self.unreadable_lines, "outside_selection": self.outside},
+            "records": {"unreadable_lines": self.unreadable_lines, "outside_selection": self.outside,
+                        "bad_golds": len(self.bad_golds),
+                        **({"bad_gold_examples": dict(list(self.bad_golds.items())[:BAD_GOLDS_SHOWN])}
+                           if self.bad_golds else {})},
             "failures_by_stage": dict(self.failures_by_stage),
             "metrics": self.metrics_summary,
         }
@@ -125,6 +130,7 @@ class _Pipeline:
         self.stale_generated, self.stale_scored = array("Q"), array("Q")
         self.changed: Counter = Counter()  # samples whose problem changed since the earlier run, by what
         judged = grading is not None and grading.active and stage != "generate"
+        self.judged = judged or stage == "generate"  # what a judge may grade is not a bad gold (generate: no grader yet)
         self.judging = RunJudging(grading, folder, self.record_score, prefix=shard.prefix,
                                   grade_truncated=getattr(env, "grade_truncated", False)) if judged else None
         self.own_pool = pool is None
@@ -163,9 +169,26 @@ class _Pipeline:
         return self.finish()
 
     # ---- read and template ------------------------------------------------------------------
+    def problems(self, on_bad_gold: Any = None) -> Iterator[dict[str, Any]]:
+        """The env's problems this run selects, those of golds that cannot grade left out
+        (told to `on_bad_gold`)."""
+        return self.env.iter_problems(on_error=self.bad_row if on_bad_gold else lambda index, err: None,
+                                      on_bad_gold=on_bad_gold or (lambda problem, why: None), judged=self.judged)
+
+    def bad_gold(self, problem: dict[str, Any], why: str) -> None:
+        """A problem whose gold cannot grade its samples: named, counted (summary.json
+        `records.bad_golds`), and left out of the run and its headline."""
+        pid = str(problem["id"])
+        if not self.shard.owns(pid):
+            return
+        self.outcome.bad_golds[pid] = why
+        if len(self.outcome.bad_golds) <= BAD_GOLDS_SHOWN:
+            log.warning("problem %s of %s: bad gold (%s): left out of the run (records.bad_golds)", pid,
+                        self.env.name, why)
+
     def requests(self) -> Iterator[GenerationRequest]:
         """Pulled lazily by the backend: one request per problem with samples to generate."""
-        for problem in self.env.iter_problems(on_error=self.bad_row):
+        for problem in self.problems(self.bad_gold):
             pid = str(problem["id"])
             if not self.shard.owns(pid):
                 continue
@@ -206,7 +229,7 @@ class _Pipeline:
     def announce_resume(self) -> None:
         """Say how much of a resumed folder is left to send (one pass over the problems)."""
         requests = samples = problems = 0
-        for problem in self.env.iter_problems(on_error=lambda index, err: None):
+        for problem in self.problems():
             pid = str(problem["id"])
             if not self.shard.owns(pid):
                 continue
@@ -384,6 +407,9 @@ class _Pipeline:
         if self.unscorable:
             log.error("%d samples could not be scored (scoring workers could not run): they are in failures/ "
                       "with error_type infrastructure; re-run the same command to score them", self.unscorable)
+        if len(outcome.bad_golds) > BAD_GOLDS_SHOWN:
+            log.warning("%d more problems of bad golds left out (%d in all: summary.json records.bad_golds)",
+                        len(outcome.bad_golds) - BAD_GOLDS_SHOWN, len(outcome.bad_golds))
         if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
             log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
                      "that selection: kept, not counted (summary.json, report, compare and the viewer read "

@@ -19,8 +19,10 @@ def test_choice_problem_letters_options_and_gold():
     assert p["question"] == "Which?\n\n(A) red\n(B) blue\n(C) green"
     assert p["choices"] == ["red", "blue", "green"] and p["expected"] == "C" and p["num_options"] == 3
     assert p["topic"] == "colours"
+    outside = choice_problem("q2", "Which?", ["a", "b"], 2)  # a gold outside the options: named, never graded
+    assert outside["expected"] is None and outside["bad_gold"] == "the gold 2 is not one of its 2 options (A-B)"
     with pytest.raises(ValueError):
-        choice_problem("q2", "Which?", ["a", "b"], 2)
+        choice_problem("q3", "Which?", ["a"], 0)
 
 
 def test_reference_generation_restates_the_option_and_boxes_the_letter(data_dir):
