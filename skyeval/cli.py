@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         how = "interrupted" if by == signal.SIGINT else f"stopped ({by.name})"
         hint = ": finished samples are saved; re-run the same command to resume" if command in RUN_COMMANDS else ""
         print(f"{how}{hint}.", file=sys.stderr)
+        if __name__ == "__main__" or sys.argv[0].endswith("skyeval"):
+            _exit_now(128 + by)
         sys.exit(128 + by)
     except SkyevalError as err:
         _fail(str(err))
@@ -399,6 +401,18 @@ def score(args: list[str]) -> int:
 def _fail(message: str) -> None:
     print(f"skyeval: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def _exit_now(code: int) -> None:
+    """Exit a stopped command promptly: everything is saved and closed by now, and atexit
+    handlers (logging, worker pools) run; the interpreter's teardown of its modules (seconds
+    on a loaded machine) and threads still waiting on input are skipped."""
+    import atexit
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -258,7 +258,8 @@ def error_result(request_id: str, sample_idx: int, exc: BaseException | str, err
 class ResultSink(Protocol):
     """Where a cluster backend's workers record results (`skyeval.run.records.WorkerSink`):
     `folder` must be visible on every node; `open(worker)` gives each worker process an
-    object whose `write(result, problem)` returns notes for the driver, and `close()`."""
+    object whose `write_all([(result, problem), ...])` records a block (every generation
+    before any scoring) and returns notes for the driver, and `close()`."""
 
     folder: str
 

@@ -343,9 +343,7 @@ class _Record:
     def __call__(self, table: Any) -> Any:
         import pyarrow
 
-        notes = []
-        for row in table.to_pylist():
-            notes.extend(self.writer.write(_to_result(row), json.loads(row["problem"])))
+        notes = self.writer.write_all([(_to_result(row), json.loads(row["problem"])) for row in table.to_pylist()])
         return pyarrow.table({"note": [dumps(note) for note in notes]})
 
     def __del__(self) -> None:  # Ray Data calls it when the pool shuts down gracefully

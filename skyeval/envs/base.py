@@ -136,7 +136,7 @@ class Env:
 
     def iter_problems(self, on_error: Callable[[int, Exception], None] | None = None,
                       on_bad_gold: Callable[[dict[str, Any], str], None] | None = None,
-                      judged: bool = False) -> Iterator[dict[str, Any]]:
+                      judged: bool = False, skip: int = 0) -> Iterator[dict[str, Any]]:
         """The env's problems, filtered (`keep`, the date window) and limited, as plain
         dicts, one at a time. A row that can't be read (its date included) raises, or with
         `on_error` is reported as (row index, error) and skipped. A date window that holds
@@ -145,8 +145,11 @@ class Env:
         Golds: with `on_bad_gold`, a selected problem whose gold cannot grade its samples
         (`bad_gold`; `judged`: a judge grades what the rules cannot read) is reported as
         (problem, why) and skipped; it still counts toward `limit`. Without it, a malformed
-        gold is that row's error (as above) and a missing one is yielded (scored null)."""
-        kept = 0
+        gold is that row's error (as above) and a missing one is yielded (scored null).
+
+        `skip`: the first `skip` selected problems and malformed rows are passed over, not
+        checked or reported (how an interrupted run counts the problems it did not reach)."""
+        kept = passed = 0
         dates = DateRange()
         for index, row in enumerate(self.load_rows()):
             if self.limit is not None and kept >= self.limit:
@@ -158,12 +161,18 @@ class Env:
                 if self.date_field is not None:
                     dates.add(self.date_of(problem))
             except Exception as err:  # noqa: BLE001 - a malformed row
+                passed += 1
+                if passed <= skip:
+                    continue
                 if on_error is None:
                     raise ValueError(f"env {self.name!r}: row {index} is malformed: {type(err).__name__}: {err}") from err
                 on_error(index, err)
                 continue
             if self.selected(problem):
                 kept += 1
+                passed += 1
+                if passed <= skip:
+                    continue
                 why = self.bad_gold(problem, judged) if on_bad_gold is not None else None
                 if why is not None:
                     on_bad_gold(problem, why)

@@ -373,9 +373,12 @@ GOLD_CHECK_S = 2.0  # per gold: math-verify's parse of a long LaTeX gold can tak
 def _gold_flaw(gold: str) -> str | None:
     """`gold_problem` within `GOLD_CHECK_S` (None: readable, or too slow to tell)."""
     from skyeval.scorers.math import gold_problem
+    from skyeval.scorers.math.numbers import number_value
     from skyeval.scorers.math.symbolic import warm_math_verify
     from skyeval.scorers.time_limit import TimeLimitExceeded, call_with_time_limit
 
+    if number_value(gold) is not None:  # a plain number (most golds): no math-verify to start
+        return None
     try:  # math-verify's imports happen once, outside the limit
         return call_with_time_limit(gold_problem, gold, timeout_s=GOLD_CHECK_S, warmup=warm_math_verify)
     except TimeLimitExceeded:

@@ -50,6 +50,8 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
     window = summary.get("date_window")
     env = summary["env"] + (f" (dates {window['shown']})" if window else "")
     line = f"{summary['status']}: {env} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
+    if counts.get("missing"):
+        line += f", {counts['missing']} missing (not finished)"
     if metrics.get("accuracy") is not None:
         line += f" | accuracy {metrics['accuracy']:.4f}"
         interval = (metrics.get("intervals") or {}).get("accuracy")

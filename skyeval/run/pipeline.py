@@ -34,11 +34,13 @@ from skyeval.run.judging import RunJudging
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
+from skyeval.run.stopping import GracefulStop
 from skyeval.scorers.pool import ItemFailure, ScorerPool
 
 log = logging.getLogger("skyeval")
 
 ITEM_TIMEOUT_S = 600.0  # a backstop per sample: scorers bound their own work (code tests, math-verify)
+STOP_GRACE_S = 3.0  # after Ctrl-C: how long the answers already on their way are waited for and recorded
 BAD_GOLDS_SHOWN = 20  # bad golds named one line each on the console (and in summary.json); the rest counted
 
 
@@ -65,6 +67,7 @@ class RunOutcome:
     interrupted: bool = False
     lost: ClusterError | None = None  # the run stopped because the cluster lost a node or worker
     metrics_summary: dict[str, Any] = field(default_factory=dict)
+    selection_counted: bool = True  # every problem of the selection is in `problems` (False: an interrupted count)
     grading: dict[str, Any] | None = None  # summary.json `grading` when a grading mode is on
 
     def summary(self, stage: str) -> dict[str, Any]:
@@ -78,6 +81,7 @@ class RunOutcome:
                        "scored": self.scored, "failed": self.failed, "missing": max(missing, 0),
                        "resumed": self.resumed},
             "records": {"unreadable_lines": self.unreadable_lines, "outside_selection": self.outside,
+                        **({} if self.selection_counted else {"selection_counted": False}),
                         "bad_golds": len(self.bad_golds),
                         **({"bad_gold_examples": dict(list(self.bad_golds.items())[:BAD_GOLDS_SHOWN])}
                            if self.bad_golds else {})},
@@ -139,6 +143,10 @@ class _Pipeline:
             self.pool = scoring_pool(env, score_workers)
         self.unscorable = 0  # samples the pool could not score (infrastructure)
         self.last_failure: tuple[str, str | None, str | None] | None = None  # the last one printed
+        self.stop = GracefulStop(STOP_GRACE_S)  # Ctrl-C while generating: stop sending, record what is on its way
+        # how far the pass over the problems got (problems, bad rows, bad golds, in data order): an
+        # interrupted run counts the rest (`count_rest`); `walk_closed` ends the pass
+        self.walked, self.walk_closed, self.walk_done = 0, False, False
 
     def run(self) -> RunOutcome:
         try:
@@ -179,16 +187,31 @@ class _Pipeline:
         """A problem whose gold cannot grade its samples: named, counted (summary.json
         `records.bad_golds`), and left out of the run and its headline."""
         pid = str(problem["id"])
-        if not self.shard.owns(pid):
+        if not self._walked() or not self.shard.owns(pid):
             return
+        self._note_bad_gold(pid, why)
+
+    def _note_bad_gold(self, pid: str, why: str) -> None:
         self.outcome.bad_golds[pid] = why
         if len(self.outcome.bad_golds) <= BAD_GOLDS_SHOWN:
             log.warning("problem %s of %s: bad gold (%s): left out of the run (records.bad_golds)", pid,
                         self.env.name, why)
 
+    def _walked(self) -> bool:
+        """One more step of the pass over the problems; False once it is closed (stopped)."""
+        with self.recorder.lock:
+            if self.walk_closed:
+                return False
+            self.walked += 1
+            return True
+
     def requests(self) -> Iterator[GenerationRequest]:
-        """Pulled lazily by the backend: one request per problem with samples to generate."""
+        """Pulled lazily by the backend: one request per problem with samples to generate.
+        It waits while the scoring queue is full (back-pressure stops *sending*; answers
+        received are recorded at once), and ends once the run is stopping (Ctrl-C)."""
         for problem in self.problems(self.bad_gold):
+            if self.stop.stopping.is_set() or not self._walked():
+                return
             pid = str(problem["id"])
             if not self.shard.owns(pid):
                 continue
@@ -208,12 +231,17 @@ class _Pipeline:
                 for i in wanted:
                     self.recorder.failure(failure(pid, i, "template", type(err).__name__, str(err)))
                 continue
+            if self.pool is not None:
+                self.pool.wait_for_room(self.stop.stopping)
+                if self.stop.stopping.is_set():
+                    return
             if self.on_workers:
                 request.problem = templated
             else:
                 with self.recorder.lock:
                     self.in_flight[pid] = [templated, len(wanted)]
             yield request
+        self.walk_done = True
 
     def _templated(self, problem: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, str] | None,
                                                             Exception | None]:
@@ -286,7 +314,7 @@ class _Pipeline:
     def bad_row(self, index: int, err: Exception) -> None:
         """A row the env can't read: every sample of it fails at the `load` stage."""
         pid = f"row-{index}"
-        if not self.shard.owns(pid):
+        if not self._walked() or not self.shard.owns(pid):
             return
         log.warning("row %d of %s is malformed: %s: %s", index, self.env.name, type(err).__name__, err)
         self._count_problem(pid)
@@ -298,10 +326,17 @@ class _Pipeline:
     def generate_here(self) -> None:
         """The backend generates in this process; results are written and scored here."""
         try:
-            for result in self.env.backend.generate(self.requests(), self.env.sampling):
-                self.on_result(result)
+            with self.stop.installed():
+                for result in self.env.backend.generate(self.requests(), self.env.sampling):
+                    self.on_result(result)
         finally:
             self.env.backend.close()
+        self._check_stopped()
+
+    def _check_stopped(self) -> None:
+        """A run that stopped sending (a signal whose old handler did not stop it) is interrupted."""
+        if self.stop.stopping.is_set():
+            raise KeyboardInterrupt
 
     def on_result(self, result: GenerationResult) -> None:
         entry = self.in_flight.get(result.id)
@@ -331,14 +366,16 @@ class _Pipeline:
         """The cluster's workers generate, write and score; the driver counts their notes."""
         sink = WorkerSink(str(self.folder.path), self.shard.prefix, self.env if self.stage == "evaluate" else None)
         try:
-            for note in self.env.backend.generate_recorded(self.requests(), self.env.sampling, sink):
-                kind = note.pop("kind")
-                self.recorder.record(kind, note, write=False)
-                self.outcome.generated += kind == "generations"
-                if kind == "failures" and note["stage"] == "generate":
-                    self.warn_failed(note["id"], note["error_type"], note["message"])
+            with self.stop.installed():
+                for note in self.env.backend.generate_recorded(self.requests(), self.env.sampling, sink):
+                    kind = note.pop("kind")
+                    self.recorder.record(kind, note, write=False)
+                    self.outcome.generated += kind == "generations"
+                    if kind == "failures" and note["stage"] == "generate":
+                        self.warn_failed(note["id"], note["error_type"], note["message"])
         finally:
             self.env.backend.close()
+        self._check_stopped()
 
     def on_scored(self, row: dict[str, Any], result: Any) -> None:
         """A pool's answer for one row: its score (through the judge step, when on) or failure record."""
@@ -383,9 +420,40 @@ class _Pipeline:
                 self.pool.submit({**problem, **record}, self.on_scored)
 
     # ---- reconcile ----------------------------------------------------------------------------
+    def count_rest(self) -> None:
+        """An interrupted run's summary counts the whole selection it was asked to run:
+        the problems its pass did not reach are read (not templated or sent) and counted,
+        their samples missing. A second Ctrl-C stops the count (the summary says so)."""
+        with self.recorder.lock:
+            self.walk_closed, walked = True, self.walked
+        if self.walk_done:
+            return
+
+        def row(index: int, err: Exception) -> None:
+            if self.shard.owns(f"row-{index}"):
+                self._count_problem(f"row-{index}")
+
+        def gold(problem: dict[str, Any], why: str) -> None:
+            if self.shard.owns(str(problem["id"])):
+                self._note_bad_gold(str(problem["id"]), why)
+
+        counted = self.outcome.problems
+        try:
+            for problem in self.env.iter_problems(on_error=row, on_bad_gold=gold, judged=self.judged, skip=walked):
+                if self.shard.owns(str(problem["id"])):
+                    self._count_problem(str(problem["id"]))
+        except KeyboardInterrupt:
+            self.outcome.selection_counted = False
+            log.warning("interrupted again: the problems not started are counted only in part")
+        if self.outcome.problems > counted:
+            log.info("%d problems of the selection were not started: their samples are missing",
+                     self.outcome.problems - counted)
+
     def finish(self) -> RunOutcome:
         """Swap in re-scored records, count earlier runs' records, close the part files."""
         outcome = self.outcome
+        if outcome.interrupted:
+            self.count_rest()
         if self.stage == "score" and not outcome.interrupted:
             replace_scores(self.folder, self.staging)
         outside = account(self.earlier, self.recorder, KeySet(hashes=self.members), self.n, self.stage, self.shard,

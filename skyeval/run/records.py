@@ -95,13 +95,23 @@ class SampleWriter:
 
     def write(self, result: GenerationResult, problem: dict[str, Any]) -> list[dict[str, Any]]:
         """Record one result; returns its notes for the driver."""
-        kind, record = generated(result, problem.get("prompt"))
-        self.writers[kind].write(record)
-        if kind == "failures":
-            return [{"kind": kind, **{k: v for k, v in record.items() if k != "prompt"}}]
-        notes = [{"kind": kind, "id": result.id, "sample_idx": result.sample_idx}]
-        if self.scorer is not None:
-            row = {**problem, **{k: v for k, v in record.items() if k != "prompt"}}
+        return self.write_all([(result, problem)])
+
+    def write_all(self, results: list[tuple[GenerationResult, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Record a block of results: every generation (or failure) is written first, then
+        they are scored, so no received answer waits on the scoring of another. Returns
+        their notes for the driver."""
+        notes, to_score = [], []
+        for result, problem in results:
+            kind, record = generated(result, problem.get("prompt"))
+            self.writers[kind].write(record)
+            if kind == "failures":
+                notes.append({"kind": kind, **{k: v for k, v in record.items() if k != "prompt"}})
+                continue
+            notes.append({"kind": kind, "id": result.id, "sample_idx": result.sample_idx})
+            if self.scorer is not None:
+                to_score.append({**problem, **{k: v for k, v in record.items() if k != "prompt"}})
+        for row in to_score:
             kind, record = scored(row, self.scorer.outcome(row))
             self.writers[kind].write(record)
             notes.append({"kind": kind, **record})

@@ -14,10 +14,11 @@ worker) and the worker answers item by item. Two kinds of failure:
   worker that dies once is replaced and the item tried again on the new one.
 
 `map(items)` waits for a batch (thread-safe: calls from several threads share the
-workers). `submit(item, on_done)` streams (the run pipeline): it blocks while `queue_size`
-items are waiting or being scored, with the `held_back` event set meanwhile; `drain()`
-waits for what was submitted; `close(cancel=True)` drops what is queued and stops the
-workers at once.
+workers). `submit(item, on_done)` streams (the run pipeline) and never blocks: a caller
+applies back-pressure where it starts new work, with `wait_for_room()` (it blocks while
+`queue_size` items are waiting or being scored, with the `held_back` event set meanwhile),
+so that what was already produced (a paid answer) is never held back; `drain()` waits for
+what was submitted; `close(cancel=True)` drops what is queued and stops the workers at once.
 """
 
 from __future__ import annotations
@@ -69,9 +70,8 @@ class ScorerPool:
         self.queue_size = int(queue_size or QUEUE_PER_WORKER * self.workers)
         self.replaced = 0  # workers killed for a timeout or found dead, since the start
         self.broken: str | None = None  # why workers cannot start: every item fails at once
-        self.held_back = threading.Event()  # set while `submit` waits for room
+        self.held_back = threading.Event()  # set while `wait_for_room` waits
         self._tasks: queue.Queue = queue.Queue()
-        self._room = threading.Semaphore(self.queue_size)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._submitted = 0  # items of `submit` not answered yet
@@ -104,17 +104,25 @@ class ScorerPool:
 
     def submit(self, item: Any, on_done: Callable[[Any, Any], None]) -> None:
         """Queue `item`; `on_done(item, result)` is called from a pool thread (result:
-        `fn`'s value or an `ItemFailure`). Blocks while `queue_size` items are in flight."""
-        if not self._room.acquire(blocking=False):
-            self.held_back.set()
-            self._room.acquire()
-            self.held_back.clear()
+        `fn`'s value or an `ItemFailure`). Never blocks (see `wait_for_room`)."""
         with self._lock:
-            if self._closed:
-                self._room.release()
-                self._check_open()
+            self._check_open()
             self._submitted += 1
             self._tasks.put((_Callback(self, on_done), 0, item))
+
+    def wait_for_room(self, stop: threading.Event | None = None) -> None:
+        """Block while `queue_size` submitted items are waiting or being scored (or until
+        `stop` is set, or the pool is closed): call it before starting what will be
+        submitted, not between receiving a result and recording it."""
+        with self._idle:
+            if self._submitted < self.queue_size:
+                return
+            self.held_back.set()
+            try:
+                while self._submitted >= self.queue_size and not self._closed and not (stop and stop.is_set()):
+                    self._idle.wait(0.2)
+            finally:
+                self.held_back.clear()
 
     def drain(self) -> None:
         """Wait until every submitted item has been answered."""
@@ -161,11 +169,9 @@ class ScorerPool:
                 dropped.append(task)
 
     def _answered(self) -> None:
-        self._room.release()
         with self._idle:
             self._submitted -= 1
-            if not self._submitted:
-                self._idle.notify_all()
+            self._idle.notify_all()
 
     def __enter__(self) -> "ScorerPool":
         return self
