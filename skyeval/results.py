@@ -32,6 +32,7 @@ from skyeval.errors import ConfigError, RunFolderError
 Key = tuple[str, int]  # (problem id, sample index)
 
 RUN_FILE = "run.json"  # fingerprint of the config the folder belongs to
+SELECTIONS = "selections"  # summaries of runs that selected less than the folder's summary.json (`selection_name`)
 KINDS = ("generations", "scores", "failures")
 PART_BYTES = int(os.environ.get("SKYEVAL_PART_BYTES", 256 * 2**20))  # a part file rotates past this size
 FSYNC_EVERY_S = 1.0
@@ -413,6 +414,24 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def selection_name(limit: int | None, n: int) -> str:
+    """The folder of a smaller selection's summary: `selections/limit-5.n-1`, `selections/all.n-4`."""
+    return f"{SELECTIONS}/{'all' if limit is None else f'limit-{limit}'}.n-{n}"
+
+
+def covers(outer: tuple[int | None, int], inner: tuple[int | None, int]) -> bool:
+    """Whether the selection (limit, n) `outer` holds every sample of `inner` (limit None: all problems)."""
+    (outer_limit, outer_n), (inner_limit, inner_n) = outer, inner
+    return outer_n >= inner_n and (outer_limit is None or (inner_limit is not None and outer_limit >= inner_limit))
+
+
+def records_dir(summary_dir: str | os.PathLike) -> Path:
+    """The run folder holding the records a summary counts: the folder itself, or for a
+    smaller selection's summary (`selections/<name>/`) the run folder above it."""
+    path = Path(summary_dir)
+    return path.parents[1] if path.parent.name == SELECTIONS else path
+
+
 @dataclass(frozen=True)
 class Selection:
     """The samples a run's summary counts: problems `ids` (None: every problem in the
@@ -449,5 +468,6 @@ class Selection:
                 and (self.ids is None or str(record.get("id")) in self.ids))
 
     def records(self, run_dir: str | os.PathLike, kind: str) -> Iterator[dict[str, Any]]:
-        """The records of `kind` (generations, scores, failures) in this selection, streamed."""
-        return (r for r in iter_records(run_dir, kind) if self.holds(r))
+        """The records of `kind` (generations, scores, failures) in this selection, streamed
+        (`run_dir`: the run folder, or a smaller selection's summary folder under it)."""
+        return (r for r in iter_records(records_dir(run_dir), kind) if self.holds(r))

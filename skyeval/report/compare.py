@@ -47,7 +47,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, cutoff: str | None = None
     if info_a.env != info_b.env:
         raise ConfigError(f"cannot compare runs of different benchmarks: A ({info_a.path}) is {info_a.env!r}, "
                           f"B ({info_b.path}) is {info_b.env!r}; compare two runs of the same env")
-    out_a, out_b = outcomes(info_a.records_dir, info_a.selection), outcomes(info_b.records_dir, info_b.selection)
+    out_a, out_b = outcomes(info_a.path, info_a.selection), outcomes(info_b.path, info_b.selection)
     differ = unmatched(out_a, out_b)
     if differ:
         shown = ", ".join(sorted(differ, key=natural_key)[:LISTED])

@@ -65,11 +65,6 @@ class RunInfo:
         )
 
     @property
-    def records_dir(self) -> Path:
-        """The run folder holding this summary's records."""
-        return self.path
-
-    @property
     def selection(self) -> Selection:
         return Selection.of(self.path, {"config": self.config, "stage": self.stage})
 

@@ -152,7 +152,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
     setup_logging(folder.logs, config.logging.level)
     # checked before any work: a sandbox that can't run fails here, not after generating
     scoring = env.describe_scoring() if stage != "generate" else {}
-    resumed, started_at = _claim(folder, config, identity)
+    smaller = resume.smaller_selection(folder, config)  # a selection inside the folder's summary.json's: its own summary
+    resumed, started_at = _claim(folder, config, identity, write_config=smaller is None)
     template = env.template.describe(env.model_source)
     log.info("system prompt: %s", template["system_prompt_reason"])
     log.info("%s %s with %s -> %s%s%s", stage, env.name, env.model_source, folder.path,
@@ -164,7 +165,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
                                  vote=getattr(env, "vote", None))
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
-                               grading=config.grading)
+                               grading=config.grading, summary_dir=smaller)
     except Exception as err:
         if shard.active:
             merge.mark_failed(folder, shard, err)
@@ -175,6 +176,8 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
         "stage": stage,
         **outcome.summary(stage),
         "run_dir": str(folder.path),
+        "selection": {"limit": env.limit, "n": env.sampling.n,
+                      **({"summary": str((smaller / "summary.json").relative_to(folder.path))} if smaller else {})},
         "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
         "scoring": {**scoring, **metrics.grading_summary()},
         **({"grading": outcome.grading} if outcome.grading is not None else {}),
@@ -189,9 +192,11 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
     if shard.active:
         summary = _finish_shard(folder, shard, summary, outcome, identity, started_at)
     else:
-        write_json(folder.summary, summary)
+        summary_dir = smaller or folder.path
+        summary_dir.mkdir(parents=True, exist_ok=True)
+        write_json(summary_dir / "summary.json", summary)
         merge.forget_shards(folder)
-        trackers.log_run(summary, folder.path, config)
+        trackers.log_run(summary, summary_dir, config)
         announce(summary, folder)
     if outcome.lost is not None:
         raise outcome.lost
@@ -234,11 +239,12 @@ def _scores_on_workers(config: RunConfig) -> bool:
     return isinstance(config.model_config, RayConfig)
 
 
-def _claim(folder: RunFolder, config: RunConfig, identity: Fingerprint) -> tuple[bool, str | None]:
+def _claim(folder: RunFolder, config: RunConfig, identity: Fingerprint,
+           write_config: bool = True) -> tuple[bool, str | None]:
     """Bind the folder to this run's fingerprint and write config.yaml, one shard at a time
     (the jobs of an array start together). config.yaml describes the whole folder, without
-    the shard section, so that `score run_dir=...` re-scores all of it. Returns (resuming,
-    shard start)."""
+    the shard section, so that `score run_dir=...` re-scores all of it; a smaller selection
+    leaves it to the larger one (`write_config` False). Returns (resuming, shard start)."""
     whole = {k: v for k, v in config.to_dict().items() if k != "shard"}
     text = OmegaConf.to_yaml(OmegaConf.create(redact(whole)))
     previous = read_json(folder.run_file)
@@ -249,7 +255,8 @@ def _claim(folder: RunFolder, config: RunConfig, identity: Fingerprint) -> tuple
                     "again, the others reused", folder.path, before, now)
     if not config.shard.active:
         resumed = folder.claim(identity.values, overwrite=config.overwrite, same=identity.matches)
-        folder.config.write_text(text, encoding="utf-8")
+        if write_config or not folder.config.exists():
+            folder.config.write_text(text, encoding="utf-8")
         return resumed, None
     with folder.waiting_lock("claim"):
         resumed = folder.claim(identity.values, overwrite=config.overwrite, same=identity.matches)

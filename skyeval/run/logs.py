@@ -68,7 +68,9 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
     to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
     if counts["failed"]:
         log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
-    print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
+    own = (summary.get("selection") or {}).get("summary")  # a smaller selection's summary, beside the folder's
+    where = f"\nsummary of this selection: {folder.path / own} (its summary.json keeps a larger selection's)" if own else ""
+    print(line + f"\nrun folder: {folder.path}{where}", file=sys.stdout, flush=True)
 
 
 def to_files(record: logging.LogRecord) -> None:

@@ -21,6 +21,7 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
 
 from skyeval.backends.base import GenerationRequest, GenerationResult
@@ -92,15 +93,17 @@ class RunOutcome:
 
 def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False, shard: Shard | None = None,
         metrics: MetricsAccumulator | None = None, score_workers: int | None = None,
-        grading: GradingConfig | None = None, pool: ScorerPool | None = None) -> RunOutcome:
+        grading: GradingConfig | None = None, pool: ScorerPool | None = None,
+        summary_dir: Path | None = None) -> RunOutcome:
     """Run `evaluate` or `generate` (or `score`: re-score saved generations) into `folder`,
     resuming whatever earlier runs of the same config left there. Scoring runs on `pool`
     when given (left open), else on a `scoring_pool(env, score_workers)` of its own.
-    `grading` (a mode other than off) adds the judge step after scoring (`skyeval.run.judging`)."""
+    `grading` (a mode other than off) adds the judge step after scoring (`skyeval.run.judging`).
+    `summary_dir`: where a smaller selection's per-problem rows go (`selections/<name>/`)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
     return _Pipeline(env, folder, stage, retry_failures, shard or Shard(), metrics, score_workers, grading,
-                     pool).run()
+                     pool, summary_dir).run()
 
 
 class _Pipeline:
@@ -109,12 +112,12 @@ class _Pipeline:
 
     def __init__(self, env: Env, folder: RunFolder, stage: str, retry_failures: bool, shard: Shard,
                  metrics: MetricsAccumulator | None, score_workers: int | None,
-                 grading: GradingConfig | None, pool: ScorerPool | None) -> None:
+                 grading: GradingConfig | None, pool: ScorerPool | None, summary_dir: Path | None) -> None:
         self.env, self.folder, self.stage, self.shard = env, folder, stage, shard
         self.retry_failures, self.score_workers, self.n = retry_failures, score_workers, env.sampling.n
         self.earlier = EarlierRecords(folder, stage)
         # rewritten from this run's tallies: a shard's own rows, or every row for a whole-folder run
-        self.old_per_problem = list(folder.dir("scores").glob(
+        self.old_per_problem = list((summary_dir / "scores" if summary_dir else folder.dir("scores")).glob(
             f"per_problem-{shard.prefix}part-*.jsonl" if shard.active else "per_problem-*.jsonl"))
         self.staging = folder.path / "scores.rescoring"  # the `score` stage's new scores, swapped in at the end
         shutil.rmtree(self.staging, ignore_errors=True)
@@ -124,7 +127,9 @@ class _Pipeline:
         # a cluster backend (ray) writes and scores on its workers; the driver counts their notes
         self.on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
         self.recorder = Recorder(folder, shard, self.outcome.metrics, self.progress,
-                                 shared=shard.active or self.on_workers, track_keys=not self.earlier.empty)
+                                 shared=shard.active or self.on_workers, track_keys=not self.earlier.empty,
+                                 summary_dir=summary_dir)
+        self.summary_dir = summary_dir
         if stage == "score":
             self.recorder.scores = PartWriter(self.staging, shard.prefix + "part")
         self.members = array("Q")  # hashes of this run's problem ids, to count earlier records
@@ -478,10 +483,12 @@ class _Pipeline:
         if len(outcome.bad_golds) > BAD_GOLDS_SHOWN:
             log.warning("%d more problems of bad golds left out (%d in all: summary.json records.bad_golds)",
                         len(outcome.bad_golds) - BAD_GOLDS_SHOWN, len(outcome.bad_golds))
-        if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
+        if outside:  # a smaller re-run: say what its summary (and every view of it) counts
+            where = (f"{self.summary_dir.relative_to(self.folder.path)}/summary.json, this run's summary: the "
+                     "folder's summary.json keeps the larger selection's") if self.summary_dir else "summary.json"
             log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
-                     "that selection: kept, not counted (summary.json, report, compare and the viewer read "
-                     "the selection)", outcome.problems, self.n, outside)
+                     "that selection: kept, not counted in %s; report, compare and the viewer read a summary's "
+                     "selection", outcome.problems, self.n, outside, where)
         if outcome.problems == 0:
             log.warning("env %s has no problems%s: nothing to do", self.env.name,
                         f" (env.limit={self.env.limit})" if self.env.limit is not None else "")

@@ -10,10 +10,11 @@ import threading
 import time
 from array import array
 from collections import Counter, deque
+from pathlib import Path
 from typing import Any, Callable
 
 from skyeval.metrics import MetricsAccumulator
-from skyeval.results import RunFolder, Shard, key_hash, key_of
+from skyeval.results import PartWriter, RunFolder, Shard, key_hash, key_of
 from skyeval.run.records import shared_writer
 
 log = logging.getLogger("skyeval")
@@ -81,14 +82,16 @@ class Recorder:
     needed to reconcile with what an earlier run left."""
 
     def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: Progress,
-                 shared: bool, track_keys: bool) -> None:
+                 shared: bool, track_keys: bool, summary_dir: Path | None = None) -> None:
         self.lock = threading.RLock()
         writer = shared_writer if shared else RunFolder.writer  # shared: shards or cluster workers write too
         self.generations = writer(folder, "generations", shard.prefix)
         self.scores = writer(folder, "scores", shard.prefix)
         self.failures = writer(folder, "failures", shard.prefix)
-        # per_problem first: readers tell per-problem rows from score records by that prefix
-        self.per_problem = writer(folder, "scores", "per_problem-" + shard.prefix)
+        # per_problem first: readers tell per-problem rows from score records by that prefix; a smaller
+        # selection's rows go beside its own summary (`summary_dir`), the folder's summary keeps its own
+        self.per_problem = writer(folder, "scores", "per_problem-" + shard.prefix) if summary_dir is None \
+            else PartWriter(summary_dir / "scores", "per_problem-part")
         self.metrics, self.progress = metrics, progress
         self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
         self.track_keys = track_keys

@@ -18,10 +18,12 @@ from skyeval.results import (
     RunFolder,
     Shard,
     UnreadableLines,
+    covers,
     key_hash,
     key_of,
     read_json,
     read_jsonl,
+    selection_name,
     write_rows,
 )
 from skyeval.run.records import GENERATE_STAGES
@@ -45,6 +47,25 @@ def run_folder(identity: Fingerprint, run_dir: Path) -> RunFolder:
             log.info("resuming %s: the earlier run folder of this config (named by an older skyeval)", sibling)
             return RunFolder(sibling)
     return folder
+
+
+def smaller_selection(folder: RunFolder, config: Any) -> Path | None:
+    """Where this run's summary goes when the folder's summary.json counts a selection this
+    one does not cover (fewer problems or samples): `selections/<name>/` (`selection_name`),
+    so a smaller run never rewrites a larger run's summary; None: summary.json. Shards and
+    `score` always write the folder's own."""
+    previous = read_json(folder.summary) if not config.overwrite else None
+    if previous is None or config.shard.active or config.stage == "score":
+        return None
+    asked = previous.get("selection") or {}
+    old_config = previous.get("config") or {}
+    old = (asked.get("limit", (old_config.get("env") or {}).get("limit")),
+           asked.get("n", (old_config.get("sampling_params") or {}).get("n", 1)))
+    limit = config.env.get("limit")
+    new = (None if limit is None else int(limit), config.sampling_params.n)
+    if covers(new, (None if old[0] is None else int(old[0]), int(old[1]))):
+        return None
+    return folder.path / selection_name(*new)
 
 
 class EarlierRecords:

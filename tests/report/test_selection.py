@@ -48,27 +48,44 @@ def test_viewer_trackers_curation_and_report_read_the_selection(tmp_path):
     assert '"2",0' not in listed and '"0",2' not in listed
 
 
-def test_a_smaller_rerun_says_what_it_selected_and_views_agree(tmp_path, data_dir):
-    """The real CLI: 6 problems x n=2, then the same config with env.limit=2 n=1 resumes the
-    same folder. The console says what the re-run counts; compare pairs 2 samples, not 12."""
+def test_a_smaller_rerun_never_rewrites_the_larger_summary(tmp_path, data_dir):
+    """Issue 49 item 3: 6 problems x n=2, then the same config with env.limit=2 n=1. Before,
+    the smaller run rewrote summary.json (and `report` then showed n=2/2). Now its summary goes
+    to selections/limit-2.n-1/, the folder's stays the larger one's, and each view shows the
+    selection it is given: compare pairs 2 samples of the smaller, report shows 12/6 of the larger."""
     out = tmp_path / "runs"
     run_cli("evaluate", "+env=gsm8k", "model_config=reference", "env.limit=6", "sampling_params.n=2",
             f"logging.results_dir={out}", cwd=tmp_path)
+    folder = run_folder(out, "gsm8k_reference_t0.0")
+    larger = json.loads((folder / "summary.json").read_text())
     proc = run_cli("evaluate", "+env=gsm8k", "model_config=reference", "env.limit=2", "sampling_params.n=1",
                    f"logging.results_dir={out}", cwd=tmp_path)
     console = proc.stdout + proc.stderr
     assert "this run selects 2 problems x n=1; the folder also holds 10 earlier samples outside" in console
-    folder = run_folder(out, "gsm8k_reference_t0.0")
-    assert Selection.of(folder) == Selection(n=1, ids=frozenset({"0", "1"}))
+    smaller = folder / "selections" / "limit-2.n-1"
+    assert f"summary of this selection: {smaller / 'summary.json'}" in proc.stdout
+    assert json.loads((folder / "summary.json").read_text()) == larger  # untouched
+    assert Selection.of(folder) == Selection(n=2, ids=frozenset(str(i) for i in range(6)))
+    assert Selection.of(smaller) == Selection(n=1, ids=frozenset({"0", "1"}))
+    summary = json.loads((smaller / "summary.json").read_text())
+    assert summary["counts"]["problems"] == 2 and summary["selection"] == {
+        "limit": 2, "n": 1, "summary": "selections/limit-2.n-1/summary.json"}
+    assert "limit: 6" in (folder / "config.yaml").read_text()  # `score run_dir=` re-scores the larger selection
+
     fresh = tmp_path / "fresh"
     run_cli("evaluate", "+env=gsm8k", "model_config=reference", "env.limit=2", f"logging.results_dir={fresh}",
             cwd=tmp_path)
-    result = compare_runs(folder, run_folder(fresh, "gsm8k_reference_t0.0"))
+    result = compare_runs(smaller, run_folder(fresh, "gsm8k_reference_t0.0"))
     assert result["matched"]["samples"] == 2 and result["matched"]["problems"] == 2
     assert set(result["metrics"]) == {"accuracy", "pass@1"}
-    assert len(list(trackers.sample_rows(folder))) == 2
+    assert compare_runs(folder, run_folder(fresh, "gsm8k_reference_t0.0"))["matched"]["samples"] == 2  # 2 of 12 shared
+    assert len(list(trackers.sample_rows(smaller))) == 2 and len(list(trackers.sample_rows(folder))) == 12
+    md = (build_report([out], tmp_path / "report", viewer=False).parent / "summary.md").read_text()
+    assert "n=12/6" in md and "n=2/2" not in md  # the folder's own summary: the larger selection
+    md = (build_report([smaller], tmp_path / "report2").parent / "summary.md").read_text()
+    assert "n=2/2" in md  # the selection asked for
     # the larger selection again: everything in the folder is counted, and no such line
     proc = run_cli("evaluate", "+env=gsm8k", "model_config=reference", "env.limit=6", "sampling_params.n=2",
                    f"logging.results_dir={out}", cwd=tmp_path)
-    assert "outside that selection" not in proc.stdout + proc.stderr  # the full selection again: nothing outside
+    assert "outside that selection" not in proc.stdout + proc.stderr
     assert Selection.of(folder) == Selection(n=2, ids=frozenset(str(i) for i in range(6)))
