@@ -62,6 +62,32 @@ class GradingConfig:
     def active(self) -> bool:
         return self.mode != "off"
 
+    @property
+    def changes_scores(self) -> bool:
+        """Whether a judge's verdict can become a score (`fallback`, `always`; `audit` only looks)."""
+        return self.mode in ("fallback", "always")
+
+    def scores_hash(self) -> str | None:
+        """What a score graded this way depends on beyond the rules, as a hash (a score
+        record keeps it as `grading_hash`: a run with other grading grades it again); None
+        when the rules' verdict is the score (`off`, `audit`). The judge's backend, model and
+        generation fields count, its operational ones (address, timeout, price) and secrets not."""
+        if not self.changes_scores:
+            return None
+        from skyeval.grading.prompts import prompt_id
+        from skyeval.results import content_hash
+
+        judge = {f.name: getattr(self.judge, f.name) for f in dataclasses.fields(self.judge)
+                 if f.repr and not f.metadata.get("operational")}
+        return content_hash({"mode": self.mode, "judge": [type(self.judge).__name__, judge],
+                             "prompt": prompt_id(self.prompt), "temperature": self.temperature, "seed": self.seed,
+                             "max_tokens": self.max_tokens, "final_chars": self.final_chars})
+
+    def describe(self) -> str:
+        """`fallback (judge gpt-4o-mini)`, or `off`."""
+        model = getattr(self.judge, "model_source", None)
+        return f"{self.mode} (judge {model})" if self.active and model else self.mode
+
     @classmethod
     def of(cls, config: "GradingConfig | dict[str, Any] | None") -> "GradingConfig":
         if isinstance(config, cls):

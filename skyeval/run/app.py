@@ -296,6 +296,7 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprin
     previous = read_json(folder.run_file) if not config.overwrite else None
     earlier = resume.EarlierRecords(folder, config.stage) \
         if previous is not None and identity.matches(previous) else None
+    graded = config.grading.scores_hash() if config.grading.active and config.stage != "generate" else None
 
     def wanted(problem: dict[str, Any]) -> int:
         pid = str(problem["id"])
@@ -303,8 +304,9 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprin
             return 0
         if earlier is None or earlier.empty:
             return sampling.n
-        made = (content_hash(env.apply_prompt_template_on_item(problem)["prompt"]), env.gold_hash(problem))
-        return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
+        made = (content_hash(env.apply_prompt_template_on_item(problem)["prompt"]), env.gold_hash(problem), graded)
+        return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made)
+                   and not earlier.generated_same((pid, i), made[0]) for i in range(sampling.n))  # re-scored, not sent
 
     problems = env.iter_problems(on_error=lambda index, err: None, on_bad_gold=lambda problem, why: None,
                                  judged=judged(config))  # what the run would send: bad golds are left out

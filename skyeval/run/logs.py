@@ -54,6 +54,10 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
         line += f", {counts['missing']} missing (not finished)"
     if metrics.get("accuracy") is not None:
         line += f" | accuracy {metrics['accuracy']:.4f}"
+        by = (summary.get("grading") or {}).get("graded_by") or {}
+        if by.get("judge"):  # a judge decided some scores: the headline says so
+            judge = ((summary.get("grading") or {}).get("judge") or {}).get("model")
+            line += f" ({by['judge']} of {sum(by.values())} graded by the judge{f' {judge}' if judge else ''})"
         interval = (metrics.get("intervals") or {}).get("accuracy")
         if interval and interval.get("ci95") and None not in interval["ci95"]:
             low, high = interval["ci95"]

@@ -140,6 +140,9 @@ class _Pipeline:
         self.changed: Counter = Counter()  # samples whose problem changed since the earlier run, by what
         judged = grading is not None and grading.active and stage != "generate"
         self.judged = judged or stage == "generate"  # what a judge may grade is not a bad gold (generate: no grader yet)
+        self.grading = grading if judged else None
+        # what a score depends on beyond the rules: a score graded otherwise is graded again
+        self.grading_hash = self.grading.scores_hash() if self.grading is not None else None
         self.judging = RunJudging(grading, folder, self.record_score, prefix=shard.prefix,
                                   grade_truncated=getattr(env, "grade_truncated", False)) if judged else None
         self.own_pool = pool is None
@@ -248,16 +251,19 @@ class _Pipeline:
             yield request
         self.walk_done = True
 
-    def _templated(self, problem: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, str] | None,
+    def _templated(self, problem: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, ...] | None,
                                                             Exception | None]:
-        """The problem with its prompt and `gold_hash`, and (prompt hash, gold hash): what its
-        records are made from. A template that fails gives the error instead."""
+        """The problem with its prompt, `gold_hash` and (with a judge that can change scores)
+        `grading_hash`, and (prompt hash, gold hash, grading hash): what its records are made
+        from. A template that fails gives the error instead."""
         try:
             templated = self.env.apply_prompt_template_on_item(problem)
         except Exception as err:  # noqa: BLE001 - a template failure of this problem
             return None, None, err
         templated["gold_hash"] = self.env.gold_hash(problem)
-        return templated, (content_hash(templated.get("prompt")), templated["gold_hash"]), None
+        if self.grading_hash is not None:
+            templated["grading_hash"] = self.grading_hash
+        return templated, (content_hash(templated.get("prompt")), templated["gold_hash"], self.grading_hash), None
 
     def announce_resume(self) -> None:
         """Say how much of a resumed folder is left to send (one pass over the problems)."""
@@ -273,14 +279,14 @@ class _Pipeline:
         log.info("resuming: %d requests to send (%d of %d samples); the folder holds the rest", requests, samples,
                  problems * self.n)
 
-    def _reusable(self, key: tuple[str, int], made: tuple[str, str] | None) -> bool:
+    def _reusable(self, key: tuple[str, int], made: tuple[str, ...] | None) -> bool:
         """Whether an earlier generation of the sample can be (re)scored instead of generated
         again: made from this prompt (the `score` stage scores whatever is saved)."""
         if key not in self.earlier.generated:
             return False
         return self.stage == "score" or made is None or self.earlier.generated_same(key, made[0])
 
-    def _wanted(self, pid: str, problem: dict[str, Any], made: tuple[str, str] | None) -> list[int]:
+    def _wanted(self, pid: str, problem: dict[str, Any], made: tuple[str, ...] | None) -> list[int]:
         """The sample indices of a problem to generate; those an earlier run generated from
         the same prompt but did not score (or scored against another gold) are queued for
         scoring (`self.rescore`). Earlier records of another prompt or gold are stale."""
@@ -299,7 +305,9 @@ class _Pipeline:
                 self.changed["prompt_scored"] += 1
             if not done and key in self.earlier.scored:
                 self.stale_scored.append(key_hash(key))
-                self.changed["gold"] += reusable
+                if reusable:  # scored again: against another gold, or graded another way
+                    regraded = made is not None and self.earlier.scored_for_problem(key, *made[:2])
+                    self.changed["grading" if regraded else "gold"] += 1
             self.outcome.generated += reusable
             self.outcome.resumed += reusable or done  # an earlier run's work, not repeated
             if done:
@@ -418,7 +426,7 @@ class _Pipeline:
             problem = self.rescore.get(key[0])
             if problem is None or key[1] >= self.n:
                 continue
-            made = (content_hash(problem.get("prompt")), problem.get("gold_hash"))
+            made = (content_hash(problem.get("prompt")), problem.get("gold_hash"), problem.get("grading_hash"))
             if self.stage != "score" and record.get("prompt_hash") not in (None, made[0]):
                 continue  # an older generation of another prompt, kept beside the one to score
             if not self.earlier.done(key, self.stage, self.retry_failures, made):
@@ -498,6 +506,8 @@ class _Pipeline:
         """One console line per kind of change since the earlier run: its samples were not reused."""
         said = {"prompt": "the problem changed since the earlier run; generated again",
                 "gold": "the gold answer changed since the earlier run; scored again",
+                "grading": f"graded another way before; graded again with grading.mode="
+                           f"{self.grading.describe() if self.grading else 'off'}, generating nothing",
                 "prompt_scored": "the problem changed since they were generated; scored as they are "
                                  "(run evaluate to generate them again)"}
         for what, count in self.changed.items():

@@ -80,6 +80,7 @@ class EarlierRecords:
         self.unreadable = {kind: UnreadableLines() for kind in self.parts}  # torn lines, by kind
         rescore = stage == "score"
         generated, generated_as, scored, scored_as = array("Q"), array("Q"), array("Q"), array("Q")
+        scored_on = array("Q")
         for r in folder.records("generations", self.unreadable["generations"]):
             key = key_of(r)
             generated.append(key_hash(key))
@@ -87,9 +88,11 @@ class EarlierRecords:
         for r in () if rescore else folder.records("scores", self.unreadable["scores"]):
             key = key_of(r)
             scored.append(key_hash(key))
-            scored_as.append(key_hash(made_from(key, r.get("prompt_hash"), r.get("gold_hash"))))
+            scored_as.append(key_hash(made_from(key, r.get("prompt_hash"), r.get("gold_hash"), r.get("grading_hash"))))
+            scored_on.append(key_hash(made_from(key, r.get("prompt_hash"), r.get("gold_hash"))))
         self.generated, self.generated_as = KeySet(hashes=generated), KeySet(hashes=generated_as)
         self.scored, self.scored_as = KeySet(hashes=scored), KeySet(hashes=scored_as)
+        self.scored_for = KeySet(hashes=scored_on)  # by problem (prompt, gold) alone: to tell a grading change
         # score failures of the infrastructure (workers that could not run) are scored again
         fails = [(key_of(r), r.get("stage") in GENERATE_STAGES) for r in folder.records("failures", self.unreadable["failures"])
                  if not ((rescore or r.get("error_type") == "infrastructure") and r.get("stage") == "score")]
@@ -118,14 +121,21 @@ class EarlierRecords:
         """Whether an earlier generation of `key` was made from this prompt (or predates hashes)."""
         return made_from(key, prompt_hash) in self.generated_as or made_from(key, None) in self.generated_as
 
-    def scored_same(self, key: Key, prompt_hash: str | None, gold_hash: str | None) -> bool:
-        """Whether an earlier score of `key` is of a generation of this prompt against this gold."""
-        return (made_from(key, prompt_hash, gold_hash) in self.scored_as
-                or made_from(key, None, None) in self.scored_as)
+    def scored_same(self, key: Key, prompt_hash: str | None, gold_hash: str | None,
+                    grading_hash: str | None = None) -> bool:
+        """Whether an earlier score of `key` is of a generation of this prompt against this
+        gold, graded this way (`grading_hash`: a judge's part, None for the rules alone)."""
+        return (made_from(key, prompt_hash, gold_hash, grading_hash) in self.scored_as
+                or made_from(key, None, None, None) in self.scored_as)
 
-    def done(self, key: Key, stage: str, retry_failures: bool, made: tuple[str, str] | None = None) -> bool:
+    def scored_for_problem(self, key: Key, prompt_hash: str | None, gold_hash: str | None) -> bool:
+        """Whether an earlier score of `key` is of this prompt against this gold, graded any way."""
+        return made_from(key, prompt_hash, gold_hash) in self.scored_for
+
+    def done(self, key: Key, stage: str, retry_failures: bool, made: tuple[str, ...] | None = None) -> bool:
         """Whether an earlier run finished this sample for `stage` (its records are counted
-        later); with `made` (prompt hash, gold hash) only when made from the same problem."""
+        later); with `made` (prompt hash, gold hash, grading hash) only when made from the
+        same problem and graded the same way."""
         if key in self.torn_generations and key not in self.generated:
             return False
         if stage == "evaluate" and key in self.scored and (made is None or self.scored_same(key, *made)):

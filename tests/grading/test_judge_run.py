@@ -201,3 +201,35 @@ def test_an_unreachable_judge_or_a_non_math_env_stops_the_run_before_scoring(tmp
     with pytest.raises(ConfigError, match="not a math env"):
         run("+env=gpqa_diamond", f"logging.results_dir={tmp_path}", "grading.mode=fallback",
             "grading.judge.model_source=j")
+
+
+def test_changing_the_grading_regrades_the_folder(tmp_path, omni_data, model, judge):
+    """Issue 49 item 5. Before: `grading.mode=fallback` on a folder first run with `off` resumed
+    it, sent no judge request and printed the old accuracy. Now the saved generations are
+    graded again (no generation request; only the judge calls not cached), one line says so,
+    and the headline names the judge."""
+    off = base(model, omni_data, tmp_path)
+    run_cli("evaluate", *off, cwd=REPO)
+    assert len(model.log) == 6 and judge.log == []
+    run_dir = next(tmp_path.glob("omni_math_*"))
+    assert read_json(run_dir / "summary.json")["metrics"]["accuracy"] == pytest.approx(2 / 6)
+
+    proc = run_cli("evaluate", *off, "grading.mode=fallback", *judged_by(judge), cwd=REPO)
+    assert "6 samples: graded another way before; graded again with grading.mode=fallback (judge judge), " \
+           "generating nothing" in proc.stderr
+    assert len(model.log) == 6  # nothing generated again
+    assert sorted(candidate(p) for p in judge_prompts(judge)) == sorted(PROSE)  # the judge was asked
+    summary = read_json(run_dir / "summary.json")
+    assert summary["metrics"]["accuracy"] == pytest.approx(4 / 6)
+    assert summary["grading"]["graded_by"] == {"rules": 4, "judge": 2}
+    assert "accuracy 0.6667 (2 of 6 graded by the judge judge)" in proc.stdout
+    assert len({r["grading_hash"] for r in iter_records(run_dir, "scores")}) == 1
+
+    proc = run_cli("evaluate", *off, "grading.mode=fallback", *judged_by(judge), cwd=REPO)  # the same again
+    assert "graded again" not in proc.stderr and len(judge.log) == 2 and len(model.log) == 6
+
+    proc = run_cli("evaluate", *off, cwd=REPO)  # back to the rules alone: graded again, by them
+    assert "graded again with grading.mode=off" in proc.stderr and len(judge.log) == 2
+    summary = read_json(run_dir / "summary.json")
+    assert summary["metrics"]["accuracy"] == pytest.approx(2 / 6) and "grading" not in summary
+    assert "graded by the judge" not in proc.stdout
