@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from skyeval.errors import ConfigError, DataNotFoundError, SkyevalError
-from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, setting_order, varying
+from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, mark_differing, setting_order, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
               "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
@@ -29,16 +29,24 @@ CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n
 
 
 def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True,
-                 cutoff: str | None = None) -> Path:
+                 cutoff: str | None = None, strict: bool = False) -> Path:
     """Write the report of every run under `roots`; returns the path of index.html.
     `cutoff` (`YYYY-MM`): a training cutoff, marked on the accuracy-by-month plot and
-    tested (accuracy after − before) for every dated run."""
+    tested (accuracy after − before) for every dated run. A run whose problems differ in
+    gold or text from the other runs of its benchmark is marked in the matrix, with one
+    warning line (`strict`: a ConfigError instead)."""
     from skyeval.metrics.unpaired import check_month
 
     cutoff = None if cutoff is None else check_month(cutoff)
     runs = find_runs(roots)
     if not runs:
         raise DataNotFoundError(f"no run folder (a folder with summary.json) under {', '.join(map(str, roots))}")
+    for run in mark_differing(runs):
+        message = (f"{run.path}: {run.differing} problems differ in gold or problem text from the other runs of "
+                   f"{run.env}")
+        if strict:
+            raise ConfigError(f"{message}: not comparable (--strict)")
+        print(f"skyeval: warning: {message}: marked ⚠ in the matrix", file=sys.stderr)
     if cutoff is not None and not any(run.metrics.get("by_month") for run in runs):
         raise ConfigError("--cutoff needs runs of a dated benchmark (liveaops, livecodebench: summary.json "
                           "metrics.by_month); none of these runs has one")
@@ -138,6 +146,8 @@ def cell(run: RunInfo | None) -> str:
     acc = run.accuracy
     interval = run.interval("accuracy")
     mark = f" ⚠ {run.marker}" if run.marker else ""
+    if run.differing:
+        mark += f" ⚠ {run.differing} problems differ from the other runs' (gold or text)"
     if acc is None:
         return DASH + mark
     if not interval:
@@ -290,9 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-viewer", action="store_true", help="skip the per-sample viewer")
     parser.add_argument("--cutoff", metavar="YYYY-MM", help="a training cutoff: marked on accuracy_by_month.png, and "
                         "accuracy before/after it tested for every dated run")
+    parser.add_argument("--strict", action="store_true", help="refuse runs of one benchmark whose problems differ in "
+                        "gold or text (default: mark them in the matrix, with a warning)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        index = build_report(args.dirs, args.out, viewer=not args.no_viewer, cutoff=args.cutoff)
+        index = build_report(args.dirs, args.out, viewer=not args.no_viewer, cutoff=args.cutoff, strict=args.strict)
     except SkyevalError as err:
         print(f"skyeval: error: {err}", file=sys.stderr)
         return 2

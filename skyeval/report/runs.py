@@ -39,6 +39,7 @@ class RunInfo:
     config: dict[str, Any] = field(default_factory=dict)
     stage: str | None = None
     grading: dict[str, Any] = field(default_factory=dict)  # summary.json `grading` (a judge's part), if any
+    differing: int = 0  # its problems whose gold or text differ from the other runs' of its env (`mark_differing`)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RunInfo":
@@ -70,10 +71,13 @@ class RunInfo:
 
     @property
     def marker(self) -> str:
-        """"" for a run that finished its selection, else e.g. "interrupted: 73 of 300 problems, 10 samples missing"."""
+        """"" for a run that finished its selection, else e.g. "interrupted: 268 of 300 samples missing" (its
+        summary counts the whole selection), or for an older summary "interrupted: 73 of 300 problems"."""
         if self.status is None or self.status in SETTLED:
             return ""
-        missing = self.counts.get("missing")
+        missing, samples = self.counts.get("missing"), self.counts.get("samples")
+        if missing and samples:
+            return f"{self.status}: {missing} of {samples} samples missing"
         limit = (self.config.get("env") or {}).get("limit")
         of = f" of {limit}" if isinstance(limit, int) and limit != self.counts.get("problems") else ""
         return (f"{self.status}: {fmt(self.counts.get('problems'))}{of} problems"
@@ -204,6 +208,28 @@ def unmatched(a: dict[tuple[str, int], SampleOutcome], b: dict[tuple[str, int], 
     score records say; a problem a record does not describe is taken as the same)."""
     first_a = problems(a)
     return {pid for pid, made in problems(b).items() if first_a.get(pid, made) != made}
+
+
+def mark_differing(runs: list[RunInfo]) -> list[RunInfo]:
+    """Set each run's `differing`: how many of its problems have another gold or problem
+    text than most runs of its env give that problem id (ties: the first run's). Returns
+    the runs that differ."""
+    by_env: dict[str, list[RunInfo]] = {}
+    for run in runs:
+        by_env.setdefault(run.env, []).append(run)
+    for group in by_env.values():
+        if len(group) < 2:
+            continue
+        found = [problems(outcomes(run.path, run.selection)) for run in group]
+        votes: dict[str, dict[str, int]] = {}
+        for made_by_id in found:
+            for pid, made in made_by_id.items():
+                votes.setdefault(pid, {}).setdefault(made, 0)
+                votes[pid][made] += 1
+        common = {pid: max(counts, key=counts.__getitem__) for pid, counts in votes.items()}  # ties: first seen
+        for run, made_by_id in zip(group, found):
+            run.differing = sum(common[pid] != made for pid, made in made_by_id.items())
+    return [run for run in runs if run.differing]
 
 
 def problems(found: dict[tuple[str, int], SampleOutcome]) -> dict[str, str]:

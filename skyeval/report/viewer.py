@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from skyeval.report.runs import RunInfo
+from skyeval.report.runs import RunInfo, problem_of
 
 LIST_CHUNK = 5000  # rows per list file
 TEXT_CHUNK = 200  # samples per full-text file
@@ -52,7 +52,7 @@ def _write_run(run: RunInfo, folder: Path, key: str) -> dict[str, Any]:
     for r in selection.records(run.path, "scores"):
         scores[(str(r["id"]), int(r["sample_idx"]))] = (
             float(r.get("score") or 0.0), r.get("extracted"), bool(r.get("parse_failed")), r.get("expected"),
-            r.get("finish_reason"), _judge(r))
+            r.get("finish_reason"), _judge(r), problem_of(r))
     failures: dict[tuple[str, int], str] = {}
     for r in selection.records(run.path, "failures"):
         failures[(str(r["id"]), int(r["sample_idx"]))] = (
@@ -80,7 +80,7 @@ class _ChunkWriter:
 
     def add(self, key: tuple[str, int], score: tuple | None, error: str | None, gen: dict | None) -> None:
         pid, idx = key
-        value, extracted, parse_failed, gold, finish, judge = score or (0.0, None, False, None, None, None)
+        value, extracted, parse_failed, gold, finish, judge, problem = score or (0.0, None, False, None, None, None, None)
         finish = (gen or {}).get("finish_reason") or finish
         status = FAILED if error is not None or score is None else CORRECT if value >= 1 - 1e-9 else WRONG
         self.outcomes[status] += 1
@@ -95,7 +95,8 @@ class _ChunkWriter:
             if len(self.texts) == TEXT_CHUNK:
                 self._flush_texts()
         self.rows.append([pid, idx, status, int(finish == "length"), int(parse_failed), round(value, 4),
-                          _short(extracted), _short(gold), finish, text_at, prompt_head, answer_tail, error, judge])
+                          _short(extracted), _short(gold), finish, text_at, prompt_head, answer_tail, error, judge,
+                          problem])  # problem: its gold and text as a hash; the diff pairs only equal ones
         self.samples += 1
         if len(self.rows) == LIST_CHUNK:
             self._flush_rows()

@@ -73,3 +73,17 @@ def write_run(path: Path, outcomes: dict[tuple[str, int], Any], *, env: str = "g
     }
     (path / "summary.json").write_text(json.dumps(summary, indent=2))
     return path
+
+
+def describe_problems(run: Path, changed: dict[str, str] | None = None) -> Path:
+    """Give the run's score records what their problem was (`gold_hash` and `question`, as
+    evaluate writes them); problems in `changed` get another `gold_hash` or `question`
+    (the value names which), as another copy of the data would."""
+    for part in sorted((run / "scores").glob("part-*.jsonl")):
+        rows = [json.loads(line) for line in part.read_text().splitlines() if line.strip()]
+        for row in rows:
+            row["gold_hash"], row["question"] = f"g{row['id']}", f"What is {row['id']} plus {row['id']}?"
+            if row["id"] in (changed or {}):
+                row[changed[row["id"]]] += " (another copy)"
+        part.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return run

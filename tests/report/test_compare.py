@@ -13,7 +13,7 @@ import pytest
 
 from skyeval.errors import ConfigError
 from skyeval.report.compare import compare_runs, format_text, main
-from tests.report.runfolders import FAILED, write_run
+from tests.report.runfolders import FAILED, describe_problems, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,18 +110,9 @@ def test_only_shared_samples_are_paired(tmp_path):
 
 def test_problems_with_another_gold_or_text_are_not_paired(tmp_path, capsys, caplog):
     """Issue 49 item 4: runs graded against different golds were paired silently."""
-    import json as json_
-
-    a = write_run(tmp_path / "a", {(str(p), 0): 1.0 for p in range(6)})
-    b = write_run(tmp_path / "b", {(str(p), 0): 1.0 for p in range(6)})
-    for run, changed in ((a, {}), (b, {"1": "gold_hash", "4": "question"})):
-        part = run / "scores" / "part-00000.jsonl"
-        rows = [json_.loads(line) for line in part.read_text().splitlines()]
-        for row in rows:
-            row["gold_hash"], row["question"] = f"g{row['id']}", f"What is {row['id']} plus {row['id']}?"
-            if row["id"] in changed:
-                row[changed[row["id"]]] += " (another copy)"
-        part.write_text("".join(json_.dumps(row) + "\n" for row in rows))
+    a = describe_problems(write_run(tmp_path / "a", {(str(p), 0): 1.0 for p in range(6)}))
+    b = describe_problems(write_run(tmp_path / "b", {(str(p), 0): 1.0 for p in range(6)}),
+                          {"1": "gold_hash", "4": "question"})
     result = compare_runs(a, b)
     assert result["matched"]["problems"] == 4 and result["matched"]["differing_problems"] == ["1", "4"]
     assert "2 problems differ in gold or problem text (1, 4): left out of the pairing" in caplog.text

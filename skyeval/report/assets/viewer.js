@@ -7,7 +7,7 @@ const BY_KEY = Object.fromEntries(RUNS.map(r => [r.key, r]));
 const PAGE = 200;
 // Row fields (viewer.py, _ChunkWriter.add)
 const ID = 0, IDX = 1, STATUS = 2, TRUNC = 3, PARSE = 4, SCORE = 5, EXTRACTED = 6, GOLD = 7,
-  FINISH = 8, TEXT_AT = 9, HEAD = 10, TAIL = 11, ERROR = 12, JUDGE = 13, SEARCH = 14;
+  FINISH = 8, TEXT_AT = 9, HEAD = 10, TAIL = 11, ERROR = 12, JUDGE = 13, PROBLEM = 14, SEARCH = 15;
 const STATUS_NAME = ["correct", "wrong", "failed"];
 
 const rows = {};        // run key -> rows loaded so far
@@ -180,8 +180,9 @@ async function showSample(run, r) {
 function problemStats(key) {
   const stats = new Map();
   for (const r of rows[key] || []) {
-    const s = stats.get(r[ID]) || { right: 0, n: 0, rows: [] };
+    const s = stats.get(r[ID]) || { right: 0, n: 0, rows: [], problem: null };
     s.right += r[STATUS] === 0 ? 1 : 0; s.n++; s.rows.push(r);
+    s.problem = s.problem || r[PROBLEM];  // gold and problem text, as a hash (null: not recorded)
     stats.set(r[ID], s);
   }
   return stats;
@@ -201,11 +202,12 @@ async function renderDiff() {
   await Promise.all([ensureRun(a.key), ensureRun(b.key)]);
   const sa = problemStats(a.key), sb = problemStats(b.key);
   const q = state.dsearch.trim().toLowerCase();
-  let shared = 0;
+  let shared = 0, differ = 0;
   const diffs = [];
   for (const [pid, x] of sa) {
     const y = sb.get(pid);
     if (!y) continue;
+    if (x.problem && y.problem && x.problem !== y.problem) { differ++; continue; }  // another gold or text: not paired
     shared++;
     const change = y.right / y.n - x.right / x.n;
     if (change === 0) continue;
@@ -225,7 +227,8 @@ async function renderDiff() {
   };
   const label = { all: "A and B disagree", won: "B gets right more often than A", lost: "B gets right less often than A" }[state.which];
   $("count").dataset.count = diffs.length;
-  $("count").textContent = `${num(diffs.length)} problems where ${label} (of ${num(shared)} problems in both runs)`;
+  $("count").textContent = `${num(diffs.length)} problems where ${label} (of ${num(shared)} problems in both runs` +
+    (differ ? `; ${num(differ)} left out: their gold or problem text differ between the runs)` : ")");
   $("more").hidden = diffs.length <= shown.length;
   $("more").textContent = `Show more (${num(diffs.length - shown.length)} not shown)`;
   $("empty").hidden = diffs.length > 0;
