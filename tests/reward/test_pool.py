@@ -1,7 +1,7 @@
 """ScorerPool: the one pool of scoring processes (skyeval/scorers/pool.py): persistent,
 thread-safe, a bound per item, a worker that dies once replaced and its item tried again,
 workers that cannot start an InfrastructureError (never a score), and the streaming side
-the run pipeline uses (submit, held_back, drain, close(cancel=True))."""
+the run pipeline uses (submit, wait_for_room, held_back, drain, close(cancel=True))."""
 
 from __future__ import annotations
 
@@ -144,20 +144,28 @@ def test_a_function_of_the_main_script_goes_by_value_and_an_unpicklable_one_is_a
         ScorerPool(locked, 1)
 
 
-def test_submit_holds_back_once_the_queue_is_full_and_drain_waits_for_every_item(tmp_path):
+def test_submit_never_blocks_wait_for_room_holds_back_and_drain_waits_for_every_item(tmp_path):
+    """Back-pressure is the caller's, before it starts new work: `submit` (recording what was
+    already produced) never waits; `wait_for_room` does while the queue is full."""
     gate = tmp_path / "gate"
     got: list = []
     with ScorerPool(work, 1, item_timeout_s=300, queue_size=3) as p:
-        feeder = threading.Thread(target=lambda: [p.submit(("gate", str(gate)) if i == 0 else ("ok", i),
-                                                           lambda item, result: got.append(result))
-                                                  for i in range(6)])
-        feeder.start()
-        assert p.held_back.wait(120)  # the 4th submit waits: 3 items in flight, the first blocked
-        assert got == [] and feeder.is_alive()
+        for i in range(6):  # twice the queue, the first item blocked: submitted at once
+            p.submit(("gate", str(gate)) if i == 0 else ("ok", i), lambda item, result: got.append(result))
+        stop = threading.Event()
+        waiter = threading.Thread(target=p.wait_for_room, args=(stop,))
+        waiter.start()
+        assert p.held_back.wait(120)  # 6 items in flight, the first blocked: no room
+        assert got == [] and waiter.is_alive()
+        stop.set()  # a stopping run stops waiting
+        waiter.join(120)
+        assert not waiter.is_alive() and not p.held_back.is_set()
+        waiter = threading.Thread(target=p.wait_for_room)
+        waiter.start()
         gate.touch()
-        feeder.join(120)
+        waiter.join(120)  # room again once the scorer caught up
+        assert not waiter.is_alive()
         p.drain()
-        assert not p.held_back.is_set()
     assert [r["value"] for r in got] == [str(gate), 1, 2, 3, 4, 5]  # one worker: in order, none lost
 
 
