@@ -68,5 +68,5 @@ def test_summary_records_the_earlier_samples_outside_the_selection(tmp_path, dat
     run_cli(*args, "env.limit=4", "sampling_params.n=2", cwd=tmp_path)
     assert load_summary(tmp_path / "run")["records"]["outside_selection"] == 0
     run_cli(*args, "env.limit=3", "sampling_params.n=1", cwd=tmp_path)
-    summary = load_summary(tmp_path / "run")
+    summary = load_summary(tmp_path / "run" / "selections" / "limit-3.n-1")  # a smaller selection's own summary
     assert summary["counts"]["samples"] == 3 and summary["records"]["outside_selection"] == 5  # 8 - 3

@@ -111,8 +111,9 @@ class Env:
         root = resolve_data_dir(self.data_dir)
         if root is None or not self.local_files:
             return hub_identity(self.hf_id, self.split, self.hf_subset) if self.hf_id else {}
-        patterns = [self.local_files] if isinstance(self.local_files, str) else self.local_files
-        matched = [path for pattern in patterns for path in sorted(root.glob(pattern))]
+        from skyeval.envs.data import local_paths
+
+        matched = local_paths(root, self.local_files)  # a pattern that matches nothing is a DataNotFoundError
         files = [f for path in matched for f in ([path] if path.is_file() else sorted(path.rglob("*")))
                  if f.is_file()]
         return content_identity(root, files)

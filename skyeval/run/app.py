@@ -102,7 +102,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None, sweep: bool = 
         env.check_data()
     if config.strict:
         check_golds(env, judged(config))
-    identity = fingerprint(config, env.data_identity())  # the run's one fingerprint: passed to all that needs it
+    identity = fingerprint(config, _data_identity(config, env, run_dir))  # the run's one: passed to all that needs it
     run_dir = identity.folder(run_dir, sweep).expanduser().absolute()
     if config.dry_run and config.stage != "score":
         return dry_run(config, env, resume.run_folder(identity, run_dir), identity)
@@ -203,6 +203,21 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def _data_identity(config: RunConfig, env: Env, run_dir: Path) -> dict[str, Any]:
+    """The env's `data_identity()`. A shard whose node cannot read the data takes the one
+    its folder records instead, so that it claims its shard there and records why it
+    failed (`merge` names it); the reading error stops the shard right after."""
+    try:
+        return env.data_identity()
+    except SkyevalError:
+        if not config.shard.active:
+            raise
+        recorded = resume.recorded_data(fingerprint(config), run_dir)
+        if recorded is None:
+            raise
+        return recorded
 
 
 def judged(config: RunConfig) -> bool:

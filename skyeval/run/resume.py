@@ -49,6 +49,16 @@ def run_folder(identity: Fingerprint, run_dir: Path) -> RunFolder:
     return folder
 
 
+def recorded_data(config_only: Fingerprint, run_dir: Path) -> dict[str, Any] | None:
+    """The data identity recorded by the one folder of this config at `run_dir` (its name's
+    digest still to fill in: among the folders of its readable name), or None."""
+    named = config_only.folder(run_dir)
+    found = [read_json(path / "run.json") for path in (named, *config_only.siblings(named))]
+    data = [previous["data"] for previous in found
+            if previous is not None and previous.get("data") is not None and config_only.matches(previous)]
+    return data[0] if len(data) == 1 else None
+
+
 def smaller_selection(folder: RunFolder, config: Any) -> Path | None:
     """Where this run's summary goes when the folder's summary.json counts a selection this
     one does not cover (fewer problems or samples): `selections/<name>/` (`selection_name`),
