@@ -137,6 +137,63 @@ def test_cluster_workers_write_a_block_before_scoring_it(tmp_path, data_dir):
     writer.close()
 
 
+class StepBackend:
+    """Like vLLM's offline engine, in this process: it takes requests up to a window, and each
+    step finishes a batch of them at once (`produced` counts the answers it has made)."""
+
+    def __init__(self, window: int = 16, step: int = 8) -> None:
+        self.window, self.step, self.produced = window, step, 0
+
+    def generate(self, requests, sampling):
+        from skyeval.backends.base import GenerationResult
+
+        source, pending = iter(requests), []
+        while True:
+            while len(pending) < self.window and (request := next(source, None)) is not None:
+                pending.append(request)
+            if not pending:
+                return
+            batch, pending = pending[:self.step], pending[self.step:]
+            outputs = [GenerationResult(r.id, i, generation=r.reference, finish_reason="stop")
+                       for r in batch for i in r.sample_indices]
+            self.produced += len(outputs)
+            yield from outputs
+
+    def describe(self):
+        return {"backend": "step"}
+
+    def close(self):
+        pass
+
+
+def test_an_engines_step_is_recorded_whole_while_scoring_lags(tmp_path):
+    """The in-process backends (vLLM, reference): when scoring lags, the run stops taking new
+    requests, and every answer a step made is on disk. Before: the run blocked on the scoring
+    queue in the middle of a step, its other answers waiting in memory."""
+    import threading
+
+    from skyeval.run import pipeline
+    from tests.test_pipeline import make_env
+
+    gate = tmp_path / "open"
+    folder = RunFolder(tmp_path / "run")
+    folder.claim({})
+    backend = StepBackend()
+    env = make_env(400, 1, backend, gate=str(gate))
+    pool = pipeline.scoring_pool(env, 1)
+    done: dict = {}
+    thread = threading.Thread(target=lambda: done.update(outcome=pipeline.run(env, folder, "evaluate", pool=pool)))
+    thread.start()
+    try:
+        assert pool.held_back.wait(300)  # the scoring queue is full: the run waits before taking a request
+        assert len(read_jsonl(folder.dir("generations"))) == backend.produced < 400
+    finally:
+        gate.touch()
+        thread.join(300)
+        pool.close()
+    assert done["outcome"].scored == 400
+
+
 @pytest.fixture(autouse=True)
 def _quiet_scoring_env(monkeypatch):
     monkeypatch.delenv("SKYEVAL_TEST_SCORE_DELAY_S", raising=False)
