@@ -101,13 +101,16 @@ def test_a_real_liveaops_window_run_reports_by_month(tmp_path, data_dir):
     run_cli("evaluate", "+env=liveaops", "model_config=reference", "env.start_date=2024-11", cwd=tmp_path)
     folder = run_folder(tmp_path / "outputs", "liveaops_reference_t0.0")
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["counts"]["samples"] == 266 and summary["metrics"]["accuracy"] == 1.0
-    # 266 of 266 right: the interval is Clopper-Pearson's [0.025 ** (1/266), 1], never the point [1, 1]
-    assert summary["metrics"]["by_month"] == {"2024-11": {"accuracy": 1.0, "n": 266, "se": 0.0,
-                                                          "ci95": [pytest.approx(0.025 ** (1 / 266)), 1.0]}}
+    # 266 problems in the window; 5 have golds in which math-verify reads no mathematics ("f(x) = x for all x"):
+    # with the rules alone they are named and left out (records.bad_golds), never graded by their text alone
+    assert summary["records"]["bad_golds"] == 5
+    assert summary["counts"]["samples"] == 261 and summary["metrics"]["accuracy"] == 1.0
+    # 261 of 261 right: the interval is Clopper-Pearson's [0.025 ** (1/261), 1], never the point [1, 1]
+    assert summary["metrics"]["by_month"] == {"2024-11": {"accuracy": 1.0, "n": 261, "se": 0.0,
+                                                          "ci95": [pytest.approx(0.025 ** (1 / 261)), 1.0]}}
     assert summary["date_window"]["start_date"] == "2024-11" and summary["config"]["env"]["start_date"] == "2024-11"
     rows = [json.loads(line) for p in sorted((folder / "scores").glob("per_problem*.jsonl"))
             for line in p.read_text().splitlines()]
-    assert len(rows) == 266 and {r["date"] for r in rows} == {"2024-11"}
+    assert len(rows) == 261 and {r["date"] for r in rows} == {"2024-11"}
     run_cli("report", str(tmp_path / "outputs"), "--no-viewer", cwd=tmp_path)
     assert (tmp_path / "outputs" / "report" / "accuracy_by_month.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
