@@ -84,10 +84,10 @@ class RunInfo:
         return _number(self.metrics.get("accuracy"))
 
     def interval(self, metric: str = "accuracy") -> dict[str, Any] | None:
-        """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one."""
+        """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one with both bounds."""
         found = (self.metrics.get("intervals") or {}).get(metric)
-        if not isinstance(found, dict) or not found.get("ci95"):
-            return None
+        if not isinstance(found, dict) or not found.get("ci95") or None in found["ci95"]:
+            return None  # none, or none computable (one problem: no spread to estimate)
         low, high = found["ci95"]
         problems = found.get("problems")
         return {**found, "low": low, "high": high, "n_problems": problems,
