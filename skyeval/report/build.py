@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from skyeval.errors import ConfigError, DataNotFoundError, SkyevalError
-from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, setting_order, varying
+from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
               "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
@@ -113,17 +113,16 @@ def run_labels(runs: list[RunInfo]) -> list[str]:
 
 
 def models_by_benchmarks(runs: list[RunInfo], labels: list[str]):
-    """Rows (a model, with every setting that differs among its runs of one env), columns
-    (envs) and the runs in each cell: several when runs share every setting (each shown)."""
+    """Rows (a model, with the settings that differ among its runs of one env: a row names
+    only those, never a setting of another env's runs), columns (envs) and the runs in each
+    cell: several when runs share every setting (each shown)."""
     by_group: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         by_group[(run.model, run.env)].append(run)
-    keys: dict[str, list[str]] = defaultdict(list)
-    for (model, _), group in by_group.items():
-        keys[model] += [k for k in varying(group) if k not in keys[model]]
+    keys = {group: varying(members) for group, members in by_group.items()}
     table: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
-        row = run.model + describe(run, sorted(keys[run.model], key=setting_order))
+        row = run.model + describe(run, keys[(run.model, run.env)])
         table[(row, run.env)].append(run)
     rows = sorted({r for r, _ in table})
     envs = sorted({e for _, e in table})
@@ -229,7 +228,10 @@ def _markdown(runs, labels, rows, envs, table, plots, split=None) -> str:
         parts += [f"## Before and after the training cutoff {split[0]}", "", CUTOFF_NOTE.format(test=TEST), "",
                   md_table(CUTOFF_HEADER, split[1]), ""]
     parts += ["## Plots", ""]
-    parts += [f"![{title}]({name})" for title, name in plots.items()]
+    parts += [f"![{title}]({name})" for title, name in plots.made.items()]
+    if plots.skipped:
+        parts += ["", "Not drawn, with nothing to show:", ""]
+        parts += [f"- {title}: {why}" for title, why in plots.skipped.items()]
     return "\n".join(parts) + "\n"
 
 
@@ -243,7 +245,10 @@ def _html(runs, labels, rows, envs, table, plots, viewer: bool, split=None) -> s
 
     matrix = html_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows], "matrix")
     figures = "".join(f'<figure><img src="{e(name)}" alt="{e(title)}"><figcaption>{e(title)}</figcaption></figure>'
-                      for title, name in plots.items())
+                      for title, name in plots.made.items())
+    if plots.skipped:
+        figures += ('<p class="note">Not drawn, with nothing to show:</p><ul class="note">'
+                    + "".join(f"<li>{e(title)}: {e(why)}</li>" for title, why in plots.skipped.items()) + "</ul>")
     cutoff = ""
     if split is not None:
         from skyeval.metrics.unpaired import TEST
@@ -277,7 +282,7 @@ A row is a model with the settings that differ among its runs; runs equal in eve
 {html_table(RUN_HEADER, _run_rows(runs, labels))}
 {cutoff}
 <h2>Plots</h2>
-{figures or '<p class="note">No plots: the runs have no pass@k curves, temperatures or budgets to compare.</p>'}
+{figures}
 </body></html>
 """
 
