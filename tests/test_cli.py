@@ -162,6 +162,19 @@ def test_lm_eval_flags_point_to_their_hydra_form(tmp_path, data_dir):
     assert not (tmp_path / "out").exists()
 
 
+def test_every_foreign_flag_is_named_at_once():
+    """`--tasks math500 --limit 5` named --tasks alone, then --limit on the next try."""
+    from skyeval.cli import _refuse_unknown_flags
+    from skyeval.errors import ConfigError
+
+    with pytest.raises(ConfigError) as found:
+        _refuse_unknown_flags(["--tasks", "math500", "--limit", "5", "--temperature=0.6", "--frobnicate", "-m"])
+    assert str(found.value) == (
+        "4 flags are not skyeval's: --tasks is lm-eval's flag; here write +env=math500; --limit is lm-eval's "
+        "flag; here write env.limit=5; --temperature is not a flag here; write sampling_params.temperature=0.6; "
+        "unknown flag --frobnicate: settings are key=value overrides, e.g. env.limit=5 (skyeval evaluate --help)")
+
+
 def test_the_summarys_command_reruns_as_written(tmp_path, data_dir):
     """Issue 25 item 12: run summary.json's `command` as it is; it resumes the same folder."""
     import shlex

@@ -46,11 +46,13 @@ def test_the_makefiles_editable_install_prints_no_warning(tmp_path):
     words = shlex.split(line)
     env = dict(word.split("=", 1) for word in words[:words.index(next(w for w in words if "=" not in w))])
     assert env, line  # the notice is filtered through the environment
-    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix",
-                                str(tmp_path / "prefix"), "-e", str(ROOT)], env={**os.environ, **env},
+    # --ignore-installed: without it pip uninstalls this environment's skyeval first
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--ignore-installed", "--no-deps",
+                                "--prefix", str(tmp_path / "prefix"), "-e", str(ROOT)], env={**os.environ, **env},
                                capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stderr
     assert build_warnings(installed.stderr) == []
+    subprocess.run([sys.executable, "-c", "import skyeval.cli"], cwd=tmp_path, check=True)  # still installed here
 
 
 def test_cli_runs_from_an_unpacked_wheel_outside_the_repo(wheel, tmp_path, data_dir):

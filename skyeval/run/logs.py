@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skyeval.backends.ray_logs import send_ray_logs_to
 from skyeval.config.secrets import redact_text, secret_values
 from skyeval.results import RunFolder
 
@@ -29,7 +30,8 @@ class SecretFilter(logging.Filter):
 
 
 def setup_logging(log_file: Path, level: str = "INFO") -> None:
-    """Log `skyeval.*` to stderr and to `log_file` (appended across resumes)."""
+    """Log `skyeval.*` to stderr and to `log_file` (appended across resumes); Ray's own
+    lines (`skyeval.backends.ray_logs`) to `log_file` only."""
     root = logging.getLogger("skyeval")
     root.setLevel(level)
     for handler in list(root.handlers):
@@ -41,6 +43,7 @@ def setup_logging(log_file: Path, level: str = "INFO") -> None:
         handler.addFilter(SecretFilter())
         root.addHandler(handler)
     root.propagate = False
+    send_ray_logs_to(root.handlers[-1])
 
 
 def announce(summary: dict[str, Any], folder: RunFolder) -> None:
