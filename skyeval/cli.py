@@ -356,6 +356,8 @@ def _print_sweep(record: Path) -> None:
         return
     values = [dict(o.lstrip("+~").split("=", 1) for o in job["overrides"] if "=" in o) for job in jobs]
     swept = [k for k in dict.fromkeys(k for v in values for k in v) if len({v.get(k) for v in values}) > 1]
+    from skyeval.run.logs import plural
+
     print(f"sweep: {len(jobs)} runs over {', '.join(swept) or 'one setting'}")
     for job, chosen in zip(jobs, values):
         folder = Path(job["dir"])
@@ -367,8 +369,9 @@ def _print_sweep(record: Path) -> None:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         counts, accuracy = summary.get("counts", {}), summary.get("metrics", {}).get("accuracy")
         score = f"accuracy {accuracy:.4f}" if isinstance(accuracy, (int, float)) else summary.get("stage", "")
-        print(f"  {point}: {summary.get('env')} {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
-              f" | {folder}")
+        samples = counts.get("samples")
+        print(f"  {point}: {summary.get('env')} {score} | {plural(samples, 'sample') if isinstance(samples, int) else '—'}, "
+              f"{counts.get('failed')} failed | {folder}")
 
 
 # ---- score -----------------------------------------------------------------------------------

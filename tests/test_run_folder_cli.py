@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -161,6 +162,7 @@ def test_dry_run_prints_what_would_be_sent_and_calls_nothing(tmp_path, data_dir)
     assert "to send: problems 10, samples 40" in proc.stdout and "completion tokens at most 40,000" in proc.stdout
     assert "first prompt:\n    [user] " in proc.stdout
     assert "worst-case cost $0.02" in proc.stdout  # 40,000 x $0.6/M = $0.024, plus the prompts
+    assert re.search(r"sent at most \((chars/4|tiktoken \w+), an estimate\)\n", proc.stdout), proc.stdout
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.jsonl"))
 
 

@@ -25,7 +25,7 @@ from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
               "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
-              "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "path"]
+              "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "machine", "path"]
 
 
 def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True,
@@ -169,7 +169,8 @@ def _rate(value: float | None) -> str:
 def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
     return [[label, env_text(run), run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
              fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
-             _rate(run.truncated_rate), _rate(run.failed_rate), run.judged] for run, label in zip(runs, labels)]
+             _rate(run.truncated_rate), _rate(run.failed_rate), run.judged, run.machine_text]
+            for run, label in zip(runs, labels)]
 
 
 def env_text(run: RunInfo) -> str:
@@ -183,7 +184,8 @@ def env_text(run: RunInfo) -> str:
 
 
 RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",
-              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed", "graded by a judge"]
+              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed", "graded by a judge",
+              "machine"]
 
 
 def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:
@@ -201,7 +203,8 @@ def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:
                 "accuracy_se": interval.get("se"), "interval_method": run.metrics.get("interval_method"),
                 "pass_at_k": ";".join(f"{k}:{v}" for k, v in sorted(run.pass_at_k.items())),
                 "truncated_rate": run.truncated_rate, "failed_rate": run.failed_rate,
-                "parse_failure_rate": run.metrics.get("parse_failure_rate"), "path": str(run.path),
+                "parse_failure_rate": run.metrics.get("parse_failure_rate"),
+                "machine": run.machine_text if run.machine else None, "path": str(run.path),
             })
 
 

@@ -108,3 +108,27 @@ def test_row_labels_name_only_the_settings_that_differ_between_runs_of_one_bench
                             "fake · env.end_date=— · env.start_date=2024-06",
                             "fake · env.limit=5 · grading.mode=off",
                             "fake · env.limit=— · grading.mode=fallback"]
+
+
+def test_the_runs_table_names_each_runs_machine(tmp_path):
+    """summary.json `machine` (skyeval.run.provenance) in the Runs table and runs.csv; — for an older run."""
+    import csv
+    import json
+
+    from skyeval.run.provenance import parse_nvidia_smi
+
+    gpu = write_run(tmp_path / "runs" / "gpu", {("0", 0): 1.0}, model="m")
+    summary = json.loads((gpu / "summary.json").read_text())
+    summary["machine"] = {"cpu": {"model": "AMD EPYC 7B13", "count": 128, "usable": 64}, "memory_gib": 503.7,
+                          **parse_nvidia_smi((Path(__file__).parents[1] / "fixtures" / "nvidia_smi_q_x.xml").read_text()),
+                          "torch": "2.6.0", "vllm": "0.8.4"}
+    (gpu / "summary.json").write_text(json.dumps(summary))
+    write_run(tmp_path / "runs" / "old", {("0", 0): 1.0}, model="m2")
+    out = build_report([tmp_path / "runs"], tmp_path / "report", viewer=False).parent
+    text = ("2× NVIDIA A100-SXM4-80GB (80 GB), driver 535.104.05, CUDA 12.2; 64 CPUs AMD EPYC 7B13, 503.7 GiB; "
+            "vLLM 0.8.4, torch 2.6.0")
+    runs = (out / "summary.md").read_text().split("## Runs")[1]
+    assert runs.splitlines()[2].endswith("| machine |") and f"| {text} |" in runs and "| — |" in runs
+    assert {row["label"]: row["machine"] for row in csv.DictReader((out / "runs.csv").open())} == {"m · gsm8k": text,
+                                                                                                  "m2 · gsm8k": ""}
+    assert text in (out / "index.html").read_text()
