@@ -295,9 +295,9 @@ function renderSamples() {
   const multi = runs.length > 1;
   $("list").tHead.innerHTML = header(SAMPLE_COLUMNS.filter(([k]) => multi || k !== "run"), "samples");
   $("list").tBodies[0].innerHTML = shown.map(([run, r], i) =>
-    `<tr data-i="${i}">${multi ? `<td class="run">${esc(run.label)}</td>` : ""}<td>${esc(r[ID])}</td><td>${r[IDX]}</td><td>${badges(r)}</td>` +
+    `<tr data-i="${i}">${multi ? `<td class="run">${esc(run.label)}</td>` : ""}<td class="pid">${esc(r[ID])}</td><td>${r[IDX]}</td><td>${badges(r)}</td>` +
     `<td class="answer">${answerHtml(r[EXTRACTED], run)}</td><td class="answer gold">${answerHtml(r[GOLD], run)}</td>` +
-    `<td class="tail">${esc(r[ERROR] || r[TAIL])}</td></tr>`).join("");
+    `<td class="tail"><div>${esc(r[ERROR] || r[TAIL])}</div></td></tr>`).join("");
   $("list").tBodies[0].onclick = e => {
     const tr = e.target.closest("tr");
     if (tr) { selectRow(tr); showSample(...shown[+tr.dataset.i]); }
@@ -326,7 +326,7 @@ async function sampleView(run, r) {
     `${fact("Outcome", badges(r))}${fact("Score", r[SCORE])}${fact("Finish", esc(r[FINISH] ?? "—"))}` +
     `${fact("Tokens", esc(usage))}${fact("Seed", esc(text && text.seed != null ? text.seed : "—"))}</div>`;
   if (r[ERROR]) html += `<p class="error">${esc(r[ERROR])}</p>`;
-  const col = (title, body, cls = "text") => `<div class="col"><h3>${title}</h3><div class="${cls}">${body}</div></div>`;
+  const col = (title, body, cls = "sample-text") => `<div class="col"><h3>${title}</h3><div class="${cls}">${body}</div></div>`;
   const [extracted, gold] = text && text.extracted !== undefined ? [text.extracted, text.gold] : [r[EXTRACTED], r[GOLD]];
   const answers = `<table class="answers"><tr><th>extracted</th><td class="answer">${answerHtml(extracted, run)}</td></tr>` +
     `<tr><th>gold</th><td class="answer gold">${answerHtml(gold, run)}</td></tr></table>`;
