@@ -222,7 +222,7 @@ def test_sweep_summary_names_the_swept_values_and_a_resume_says_what_it_sends(tm
     assert "sweep: 2 runs over sampling_params.temperature" in proc.stdout
     assert "  sampling_params.temperature=0.6: aime24 accuracy 1.0000 | 2 samples" in proc.stdout
     proc = run_cli("evaluate", "+env=aime24", "env.limit=3", "sampling_params.temperature=0.6", cwd=tmp_path)
-    assert "resuming: 1 requests to send (1 of 3 samples); the folder holds the rest" in proc.stderr
+    assert "resuming: 1 request to send (1 of 3 samples); the folder holds the rest" in proc.stderr
 
 
 def test_score_refuses_a_misspelt_override_in_one_line(tmp_path, data_dir):

@@ -26,8 +26,10 @@ import select
 import threading
 from dataclasses import dataclass, field
 
-# Ray's C++ log line: "[2026-01-31 12:00:00,000 E 123 456] file.cc:10: message"
-NATIVE_LINE = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ([TDIWEC]) \d+ \d+\] ")
+# Ray's C++ log line: "[2026-01-31 12:00:00,000 E 123 456] file.cc:10: message" (on a terminal,
+# in colour: ANSI codes around it)
+ANSI = re.compile(rb"\x1b\[[0-9;]*m")
+NATIVE_LINE = re.compile(rb"(?:\x1b\[[0-9;]*m)*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ([TDIWEC]) \d+ \d+\] ")
 NATIVE_LEVELS = {b"T": logging.DEBUG, b"D": logging.DEBUG, b"I": logging.INFO, b"W": logging.WARNING,
                  b"E": logging.ERROR, b"C": logging.CRITICAL}
 NATIVE_LOGGER = "ray.core"
@@ -150,7 +152,8 @@ def _start_relay() -> None:
 
 def _pump(relay: _Relay) -> None:
     """Pass bytes on to the console as they come; hold back only what may be the start
-    of a Ray line (a line starting with "[") until its end, then log it if it is one."""
+    of a Ray line (a line starting with "[", or a colour code) until its end, then log it
+    if it is one."""
     pending = b""
     while True:
         ready, _, _ = select.select([relay.source], [], [], 0.2)
@@ -176,7 +179,7 @@ def _pass_on(console: int, data: bytes) -> bytes:
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
-        if data[start:start + 1] != b"[":  # not a Ray line: up to its end, or all that came
+        if data[start:start + 1] not in (b"[", b"\x1b"):  # not a Ray line: up to its end, or all that came
             stop = len(data) if end < 0 else end + 1
             out += data[start:stop]
             start = stop
@@ -189,7 +192,7 @@ def _pass_on(console: int, data: bytes) -> bytes:
         found = NATIVE_LINE.match(line)
         if found:
             logging.getLogger(NATIVE_LOGGER).log(NATIVE_LEVELS[found[1]], "%s",
-                                                 line.decode("utf-8", "replace").rstrip())
+                                                 ANSI.sub(b"", line).decode("utf-8", "replace").rstrip())
         else:
             out += line
         start = end + 1

@@ -69,3 +69,34 @@ def test_rays_lines_go_to_the_log_file_and_the_rest_to_the_console(tmp_path):
     assert re.search(r"ERROR ray\.core: \[[^\]]+ E \d+ \d+\] core_worker\.cc:\d+: Actor with class name: 'Holder'", text)
     assert re.search(r"WARNING ray\.data\S*: Progress bars disabled", text)
     assert "ray: started a private local Ray" in text and "the run's own warning" in text
+
+
+def test_the_relay_passes_everything_but_rays_lines_on_at_once(tmp_path):
+    """The relay's filter alone (no Ray): Ray's lines, plain or in colour as on a terminal,
+    are logged; everything else reaches the console as it came, a progress bar's "\\r"
+    updates included; only a line that may be Ray's waits for its end."""
+    import logging
+
+    from skyeval.backends.ray_logs import NATIVE_LOGGER, _pass_on
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger(NATIVE_LOGGER).addHandler(handler)
+    console = tmp_path / "console"
+    try:
+        with console.open("wb") as fh:
+            held = _pass_on(fh.fileno(), b"evaluate:  10%|#  \r evaluate:  20%|##  \r")
+            assert held == b""
+            held = _pass_on(fh.fileno(), b"[2026-11-28 06:43:34,009 E 22850 22851] core_worker.cc:2465: Actor with")
+            assert held.startswith(b"[2026")  # may be Ray's: held until its end
+            held = _pass_on(fh.fileno(), held + b" class name: 'A'\n\x1b[0m[user] not Ray's\n\x1b[33m[2026-11-28 "
+                                                 b"06:43:35,000 W 1 2] raylet_client.cc:10: slow\x1b[0m\n[par")
+            assert held == b"[par"
+            _pass_on(fh.fileno(), held + b"tial]\n")
+    finally:
+        logging.getLogger(NATIVE_LOGGER).removeHandler(handler)
+    assert console.read_bytes() == b"evaluate:  10%|#  \r evaluate:  20%|##  \r\x1b[0m[user] not Ray's\n[partial]\n"
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("ERROR", "[2026-11-28 06:43:34,009 E 22850 22851] core_worker.cc:2465: Actor with class name: 'A'"),
+        ("WARNING", "[2026-11-28 06:43:35,000 W 1 2] raylet_client.cc:10: slow")]
