@@ -540,6 +540,9 @@ class _BatchRun:
         with self.state.file(part, "delivered").open("a", encoding="utf-8") as fh:
             yield from self.hand_over(part, token_limit, resend, fh)
         self.state.save()
+        del self.answers[part.name]  # memory: a straggler asking later reads the files again
+        if part.done:
+            self.delivered.pop(part.name, None)
         if not resend:
             return
         if token_limit and self.in_flight():

@@ -5,6 +5,7 @@ status changes, output in another order, failed lines, expiry, cancel, resume af
 from __future__ import annotations
 
 import _thread
+import contextlib
 import json
 import logging
 import os
@@ -59,23 +60,33 @@ def state(tmp_path: Path) -> dict:
     return json.loads((tmp_path / "batches" / "state.json").read_text())
 
 
-def interrupt_when(condition, timeout: float = HANG_S) -> threading.Thread:
-    """Ctrl-C in the main thread (KeyboardInterrupt) once `condition()` holds."""
+@contextlib.contextmanager
+def ctrl_c_when(condition):
+    """Ctrl-C in this (the main) thread once `condition()` holds (or HANG_S passed: then the
+    test fails on what it finds); the block must end in KeyboardInterrupt."""
+    stop = threading.Event()
+
     def watch() -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
+        deadline = time.monotonic() + HANG_S
+        while not stop.wait(0.01):
+            if condition() or time.monotonic() > deadline:
                 _thread.interrupt_main()
                 return
-            time.sleep(0.01)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    return thread
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        stop.set()
+        thread.join(HANG_S)
 
 
-def has_batch(tmp_path: Path) -> bool:
-    path = tmp_path / "batches" / "state.json"
+def has_batch(folder: Path) -> bool:
+    """Whether the batch state in `folder` (a test's, or a run folder) has a batch id."""
+    path = folder / "batches" / "state.json"
+    path = path if path.exists() else folder / "batches" / "run" / "state.json"
     return path.exists() and any(p.get("batch_id") for p in json.loads(path.read_text())["parts"])
 
 
@@ -159,10 +170,8 @@ def test_ctrl_c_cancels_when_asked_and_the_same_call_resends_what_was_not_answer
     def answered_some() -> bool:
         return any(b.obj["request_counts"]["completed"] >= 3 for b in list(server.batches.values()))
 
-    watcher = interrupt_when(answered_some)
-    with pytest.raises(KeyboardInterrupt), caplog.at_level(logging.WARNING, "skyeval"):
+    with ctrl_c_when(answered_some), caplog.at_level(logging.WARNING, "skyeval"):
         list(made.generate(iter(chat(20)), SamplingParams()))
-    watcher.join(HANG_S)
     assert server.count("POST", "/v1/batches/") == 1 and "cancelling 1 batches" in caplog.text
     assert state(tmp_path)["parts"][0]["cancel_requested"]
     again = backend(server, tmp_path)
@@ -178,10 +187,8 @@ def test_ctrl_c_cancels_when_asked_and_the_same_call_resends_what_was_not_answer
 def test_ctrl_c_after_submission_then_the_same_call_uploads_and_submits_nothing_new(server, tmp_path, caplog):
     server.configure_batch(hold=True)
     first = backend(server, tmp_path)
-    watcher = interrupt_when(lambda: has_batch(tmp_path))
-    with pytest.raises(KeyboardInterrupt), caplog.at_level(logging.WARNING, "skyeval"):
+    with ctrl_c_when(lambda: has_batch(tmp_path)), caplog.at_level(logging.WARNING, "skyeval"):
         list(first.generate(iter(chat(8, n=2)), SamplingParams(n=2)))
-    watcher.join(HANG_S)
     assert "1 batches keep running on the server" in caplog.text
     assert server.count("POST", "/v1/batches/") == 0  # not cancelled: leaving it is the default
     server.release()
@@ -195,10 +202,8 @@ def test_ctrl_c_after_submission_then_the_same_call_uploads_and_submits_nothing_
 @pytest.mark.parametrize("lost", ["batch id", "file id and batch id"])
 def test_ids_lost_in_a_crash_are_found_on_the_server_not_made_again(server, tmp_path, lost):
     server.configure_batch(hold=True)
-    watcher = interrupt_when(lambda: has_batch(tmp_path))
-    with pytest.raises(KeyboardInterrupt):
+    with ctrl_c_when(lambda: has_batch(tmp_path)):
         list(backend(server, tmp_path).generate(iter(chat(5)), SamplingParams()))
-    watcher.join(HANG_S)
     saved = state(tmp_path)  # as if killed between the call and the write of its id
     part = saved["parts"][0]
     part.update(batch_id=None, status="uploaded")
@@ -231,10 +236,8 @@ def test_answers_on_disk_are_not_fetched_again_and_a_taken_sample_asked_again_is
 
 def test_a_changed_request_is_never_answered_from_an_earlier_batch(server, tmp_path):
     server.configure_batch(hold=True)
-    watcher = interrupt_when(lambda: has_batch(tmp_path))
-    with pytest.raises(KeyboardInterrupt):
+    with ctrl_c_when(lambda: has_batch(tmp_path)):
         list(backend(server, tmp_path).generate(iter(chat(4)), SamplingParams(temperature=0.0)))
-    watcher.join(HANG_S)
     server.configure_batch(hold=False)  # later batches run; the first one stays held
     results = list(backend(server, tmp_path).generate(iter(chat(4)), SamplingParams(temperature=0.7)))
     assert len(results) == 4 and all(r.ok for r in results)
@@ -430,7 +433,6 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-@pytest.mark.slow
 def test_forty_gsm8k_problems_score_one_without_a_chat_completions_call(data_dir, gsm8k_table, tmp_path):
     with BatchServer(answer_table=gsm8k_table, batch={"request_s": 0.002}) as server:
         done = cli(*cli_args(server.url, tmp_path / "out"), cwd=tmp_path)
@@ -449,7 +451,6 @@ def test_forty_gsm8k_problems_score_one_without_a_chat_completions_call(data_dir
             in status.stdout and "complete: gsm8k" in status.stdout
 
 
-@pytest.mark.slow
 def test_ctrl_c_after_submission_then_the_same_command_finishes_without_a_second_upload_or_batch(
         data_dir, gsm8k_table, tmp_path):
     with BatchServer(answer_table=gsm8k_table, batch={"hold": True}) as server:
@@ -457,9 +458,9 @@ def test_ctrl_c_after_submission_then_the_same_command_finishes_without_a_second
         proc = subprocess.Popen([sys.executable, "-m", "skyeval.cli", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        state_file = tmp_path / "out" / "run" / "batches" / "run" / "state.json"
+        results = tmp_path / "out"
         deadline = time.monotonic() + HANG_S
-        while not (state_file.exists() and json.loads(state_file.read_text())["parts"][0].get("batch_id")):
+        while not has_batch(results / "run"):
             assert time.monotonic() < deadline and proc.poll() is None, "no batch was submitted"
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
@@ -479,7 +480,6 @@ def test_ctrl_c_after_submission_then_the_same_command_finishes_without_a_second
         assert server.count("POST", "/v1/chat/completions") == 0
 
 
-@pytest.mark.slow
 def test_a_sweep_submits_batches_per_run(data_dir, gsm8k_table, tmp_path):
     with BatchServer(answer_table=gsm8k_table) as server:
         args = [a for a in cli_args(server.url, tmp_path / "out") if not a.startswith("logging.experiment_name")]
