@@ -39,7 +39,18 @@ from skyeval.backends.base import (
     operational,
     sample_seed,
 )
-from skyeval.backends.batch_state import LOCAL, STATE_FILE, TIMES, BatchPart, BatchState
+from skyeval.backends.batch_state import (
+    LOCAL,
+    STATE_FILE,
+    AnswerIndex,
+    BatchPart,
+    BatchState,
+    batch_errors,
+    custom_id,
+    parse_custom_id,
+    read_lines,
+    update,
+)
 from skyeval.backends.openai import (
     NO_KEY,
     HTTPConfig,
@@ -672,34 +683,6 @@ class _BatchRun:
                     "the rest again", len(running), ids)
 
 
-class AnswerIndex:
-    """`custom_id` -> its line in a part's downloaded output or error file, read on demand
-    (offsets only in memory)."""
-
-    def __init__(self, state: BatchState, part: BatchPart) -> None:
-        self.paths = [p for p in (state.file(part, "output"), state.file(part, "errors")) if p.exists()]
-        self.offsets: dict[str, tuple[int, int]] = {}
-        for k, path in enumerate(self.paths):
-            with path.open("rb") as fh:
-                offset = 0
-                for raw in fh:
-                    try:
-                        cid = json.loads(raw).get("custom_id")
-                    except (ValueError, AttributeError):
-                        cid = None
-                    if isinstance(cid, str):
-                        self.offsets.setdefault(cid, (k, offset))
-                    offset += len(raw)
-
-    def get(self, cid: str) -> dict[str, Any] | None:
-        where = self.offsets.get(cid)
-        if where is None:
-            return None
-        with self.paths[where[0]].open("rb") as fh:
-            fh.seek(where[1])
-            return json.loads(fh.readline())
-
-
 class _Progress:
     """Each running batch's requests done: a bar per batch on a terminal, else a log line
     when its status changes (and at most every `every_s` seconds while it runs)."""
@@ -765,69 +748,6 @@ def status_lines(run_dir: str | Path, model_config: OpenAIBatchConfig | None = N
     if client is not None:
         client.close()
     return lines
-
-
-def update(part: BatchPart, batch: Any) -> bool:
-    """Copy a Batch object's state into the part; whether anything changed."""
-    before = (part.status, part.request_counts, part.output_file_id, part.error_file_id)
-    part.batch_id = batch.id
-    part.status = batch.status
-    part.output_file_id, part.error_file_id = batch.output_file_id, batch.error_file_id
-    part.request_counts = batch.request_counts.model_dump() if batch.request_counts is not None else None
-    part.times = {name: getattr(batch, name) for name in TIMES if getattr(batch, name, None) is not None}
-    if batch.errors is not None and batch.errors.data:
-        part.errors = [e.model_dump(exclude_none=True) for e in batch.errors.data]
-    part.polled_at = time.time()
-    return before != (part.status, part.request_counts, part.output_file_id, part.error_file_id)
-
-
-def batch_errors(part: BatchPart) -> str:
-    errors = part.errors or []
-    shown = "; ".join(f"{e.get('code') or 'error'}{' (line ' + str(e['line']) + ')' if e.get('line') else ''}: "
-                      f"{e.get('message')}" for e in errors[:3])
-    return (shown + (f"; {len(errors) - 3} more" if len(errors) > 3 else "")) or "no reason given"
-
-
-def custom_id(request_id: str, indices: list[int]) -> str:
-    """`"p17#0-3"`, `"p17#2,5"`: the problem id and the sample indices a line asks for."""
-    runs, start = [], indices[0]
-    for prev, cur in zip(indices, [*indices[1:], None]):
-        if cur != prev + 1:
-            runs.append(str(start) if start == prev else f"{start}-{prev}")
-            start = cur
-    return f"{request_id}#{','.join(runs)}"
-
-
-def parse_custom_id(value: str) -> tuple[str, list[int]] | None:
-    """(problem id, sample indices) of a `custom_id` this backend wrote; None for another's."""
-    pid, sep, spec = value.rpartition("#")
-    if not sep:
-        return None
-    indices: list[int] = []
-    try:
-        for run in spec.split(","):
-            first, _, last = run.partition("-")
-            indices.extend(range(int(first), int(last or first) + 1))
-    except ValueError:
-        return None
-    return (pid, indices) if indices else None
-
-
-def read_lines(path: Path, json_type: type = dict) -> Iterator[Any]:
-    """The JSON lines of a local batch file, streamed. An unreadable line (a torn last line)
-    is an empty dict, so line numbers stay those of the file (`json_type=int`: skipped)."""
-    if not path.exists():
-        return
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                line = None
-            if isinstance(line, json_type) and not isinstance(line, bool):
-                yield line
-            elif json_type is dict:
-                yield {}
 
 
 def _digest(body: dict[str, Any]) -> str:
