@@ -165,7 +165,8 @@ class OpenAIBatchBackend(OpenAIBackend):
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
-        out.pop("concurrency", None)
+        for name in ("concurrency", "requests_per_minute", "tokens_per_minute"):  # not used by batches
+            out.pop(name, None)
         state = self._state(create=False)
         parts = [p for p in state.parts if p.batch_id] if state else []
         counts = [p.request_counts or {} for p in parts]
