@@ -54,6 +54,7 @@ class BatchPart:
     output_file_id: str | None = None
     error_file_id: str | None = None
     request_counts: dict[str, int] | None = None  # {total, completed, failed}, as last polled
+    usage: dict[str, Any] | None = None  # the API's token counts of the batch, when it reports them
     times: dict[str, int] = field(default_factory=dict)  # TIMES the API reported
     errors: list[dict[str, Any]] | None = None  # a failed batch's validation errors
     polled_at: float | None = None
@@ -74,7 +75,7 @@ class BatchPart:
     def describe(self) -> dict[str, Any]:
         """The part as summary.json and `skyeval status` show it (times as ISO 8601 UTC)."""
         out = {"part": self.name, "batch_id": self.batch_id, "status": self.status, "endpoint": self.endpoint,
-               "requests": self.requests, "request_counts": self.request_counts,
+               "requests": self.requests, "request_counts": self.request_counts, "usage": self.usage,
                "input_file_id": self.file_id, "output_file_id": self.output_file_id,
                "error_file_id": self.error_file_id, "resent": self.resent,
                **{name: iso(value) for name, value in self.times.items()}}
@@ -172,6 +173,7 @@ def update(part: BatchPart, batch: Any) -> bool:
     part.status = batch.status
     part.output_file_id, part.error_file_id = batch.output_file_id, batch.error_file_id
     part.request_counts = batch.request_counts.model_dump() if batch.request_counts is not None else None
+    part.usage = batch.usage.model_dump() if getattr(batch, "usage", None) is not None else None
     part.times = {name: getattr(batch, name) for name in TIMES if getattr(batch, name, None) is not None}
     if batch.errors is not None and batch.errors.data:
         part.errors = [e.model_dump(exclude_none=True) for e in batch.errors.data]

@@ -17,7 +17,8 @@ apply), but through these endpoints, shaped as the API reference and the openai 
 - Status changes: ``validating`` -> ``in_progress`` (or ``failed``, with ``errors.data``:
   ``code``, ``message``, ``line``, ``param``) -> ``finalizing`` -> ``completed``; ``expired``;
   ``cancelling`` -> ``cancelled``. Each sets its ``*_at`` time; ``request_counts`` (``total``,
-  ``completed``, ``failed``) grows as lines are answered.
+  ``completed``, ``failed``) grows as lines are answered; an ended batch reports ``usage``
+  (``input_tokens``, ``output_tokens``, ``total_tokens`` and their details).
 - Output file (purpose ``batch_output``): one line per answered request, ``{"id",
   "custom_id", "response": {"status_code": 200, "request_id", "body"}, "error": null}``,
   shuffled (the API promises no order). Error file: requests answered with another status
@@ -26,8 +27,9 @@ apply), but through these endpoints, shaped as the API reference and the openai 
   "request_timeout", "message"}``.
 - Validation (what the reference requires of the input file: JSON lines with a unique
   ``custom_id``, ``method: "POST"``, ``url`` equal to the batch's endpoint, a ``body`` with
-  one ``model`` for the whole file, at most 50,000 lines and 200 MB). The error codes are
-  this server's names, not the service's.
+  one ``model`` for the whole file, at most 50,000 lines and 200 MB). The error codes of
+  validation, and 409 for cancelling an ended batch, are this server's choices: the reference
+  does not name them.
 
 Time is lazy: a batch moves on when it is read, after the `BatchSettings` durations. `hold`
 keeps new batches in ``validating`` until released; `expire_after=K` expires a batch after K
@@ -332,6 +334,13 @@ class BatchServer(FaultServer):
             if chosen:
                 data = "".join(json.dumps(r) + "\n" for r in chosen).encode()
                 b.obj[f"{kind}_file_id"] = self._store(f"{b.obj['id']}_{kind}.jsonl", "batch_output", data)["id"]
+        usages = [r["response"]["body"]["usage"] for r in ok]
+        reasoning = sum((u.get("completion_tokens_details") or {}).get("reasoning_tokens", 0) for u in usages)
+        tokens = {"input_tokens": sum(u["prompt_tokens"] for u in usages),
+                  "output_tokens": sum(u["completion_tokens"] for u in usages)}
+        b.obj["usage"] = {**tokens, "total_tokens": sum(tokens.values()),
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": reasoning}}
         self._set(b, status)
 
 

@@ -445,6 +445,7 @@ def test_forty_gsm8k_problems_score_one_without_a_chat_completions_call(data_dir
         assert batch["batch_id"] in server.batches and batch["request_counts"] == {"total": 40, "completed": 40,
                                                                                     "failed": 0}
         assert batch["created_at"] and batch["completed_at"] and batch["input_file_id"] and batch["output_file_id"]
+        assert batch["usage"]["input_tokens"] == summary["cost"]["prompt_tokens"]  # the API's count, and ours
         assert summary["cost"]["price"] == {"input": 0.075, "output": 0.3}  # the batch price: half the listed one
         status = cli("status", f"run_dir={run_dir}", cwd=tmp_path)
         assert status.returncode == 0 and f"batch {batch['batch_id']} (part 00001, 40 requests): completed" \
