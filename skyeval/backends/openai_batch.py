@@ -168,15 +168,19 @@ class OpenAIBatchBackend(OpenAIBackend):
         for name in ("concurrency", "requests_per_minute", "tokens_per_minute"):  # not used by batches
             out.pop(name, None)
         state = self._state(create=False)
-        parts = [p for p in state.parts if p.batch_id] if state else []
-        counts = [p.request_counts or {} for p in parts]
+        parts = [p.describe() for p in state.parts if p.batch_id] if state else []
         return {**out, "backend": "openai_batch", "engine": "OpenAI Batch API", "billed_price": self.config.billed_price,
                 "stats": dict(self.stats), "state_dir": str(self.state_dir) if self.state_dir else None,
-                "batch_counts": {"batches": len(parts), "requests": sum(p.requests for p in parts),
-                                 "completed": sum(c.get("completed", 0) for c in counts),
-                                 "failed": sum(c.get("failed", 0) for c in counts),
-                                 "by_status": dict(Counter(p.status for p in parts))},
-                "batches": [p.describe() for p in parts]}
+                "batch_counts": self.counts(parts), "batches": parts}
+
+    @staticmethod
+    def counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """summary.json's `batch_counts` of described parts."""
+        counts = [p.get("request_counts") or {} for p in parts]
+        return {"batches": len(parts), "requests": sum(p["requests"] for p in parts),
+                "completed": sum(c.get("completed", 0) for c in counts),
+                "failed": sum(c.get("failed", 0) for c in counts),
+                "by_status": dict(Counter(p["status"] for p in parts))}
 
     def close(self) -> None:
         if self._sync is not None:
@@ -639,7 +643,8 @@ class _BatchRun:
         got = {r.sample_idx: r for r in results}
         missing = [i for i in wanted if i not in got]
         return [got[i] for i in wanted if i in got] + self.failed(
-            pid, missing, body, f"server returned {len(results)} of {len(indices)} choices", "MissingChoices")
+            pid, missing, body, f"server returned {len(results)} of {len(indices)} choices (model_config.fan_out_n=true "
+            "asks for one sample per request)", "MissingChoices")
 
     def failed(self, pid: str, wanted: list[int], body: dict[str, Any], message: str,
                error_type: str) -> list[GenerationResult]:
@@ -721,6 +726,15 @@ class _Progress:
         for bar in self.bars.values():
             bar.close()
         self.bars.clear()
+
+
+def merged_describe(described: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `backend` section of a sharded run: every shard's batches (each with its
+    `state_dir`), their counts and stats summed."""
+    parts = [{**b, "state_dir": d.get("state_dir")} for d in described for b in d.get("batches", [])]
+    stats = sum((Counter(d.get("stats") or {}) for d in described), Counter())
+    return {**described[0], "state_dir": None, "stats": dict(stats),
+            "batch_counts": OpenAIBatchBackend.counts(parts), "batches": parts}
 
 
 def status_lines(run_dir: str | Path, model_config: OpenAIBatchConfig | None = None) -> list[str]:

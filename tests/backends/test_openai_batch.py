@@ -382,9 +382,14 @@ def test_each_shard_submits_its_own_batches(data_dir, gsm8k_table, tmp_path):
     with BatchServer(answer_table=gsm8k_table) as server:
         run_dir = tmp_path / "run"
         for index in (0, 1):
-            summary = execute(run_config(server, "env.limit=10", f"shard.index={index}", "shard.count=2"), run_dir)
+            summary = execute(run_config(server, "env.limit=10", f"shard.index={index}", "shard.count=2",
+                                         "+model_config.price={input: 2.0, output: 4.0}"), run_dir)
         assert summary["counts"]["scored"] == 10 and summary["metrics"]["accuracy"] == 1.0
         assert server.count("POST", "/v1/batches") == 2
+        merged = load_summary(run_dir)  # written by the last shard: both shards' batches, at the batch price
+        assert sorted(b["batch_id"] for b in merged["backend"]["batches"]) == sorted(server.batches)
+        assert merged["backend"]["batch_counts"]["requests"] == 10 and merged["cost"]["price"] == {"input": 1.0,
+                                                                                                   "output": 2.0}
         ids = [{parse_custom_id(json.loads(x)["custom_id"])[0]
                 for x in (run_dir / f"batches/shard-0000{i}-of-00002/00001.input.jsonl").read_text().splitlines()}
                for i in (0, 1)]
