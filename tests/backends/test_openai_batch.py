@@ -149,6 +149,17 @@ def test_a_parameter_the_model_rejects_fails_its_lines_with_the_message(server, 
     assert all(r.error_type == "BadRequestError" and "Unsupported parameter: 'top_k'" in r.error for r in results)
 
 
+def test_choices_a_server_does_not_return_fail_and_fan_out_sends_one_line_per_sample(server, tmp_path):
+    server.configure(ignore_n=True)
+    results = {(r.id, r.sample_idx): r for r in backend(server, tmp_path).generate(iter(chat(2, n=3)),
+                                                                                    SamplingParams(n=3))}
+    assert [k for k, r in sorted(results.items()) if r.ok] == [("p0", 0), ("p1", 0)]
+    assert results[("p0", 2)].error_type == "MissingChoices" and "fan_out_n=true" in results[("p0", 2)].error
+    fanned = list(backend(server, tmp_path / "fan", fan_out_n=True).generate(iter(chat(2, n=3)), SamplingParams(n=3)))
+    assert len(fanned) == 6 and all(r.ok for r in fanned)
+    assert sorted({r.seed for r in fanned}) == [0, 1, 2]  # each sample its own seed, as the openai backend
+
+
 def test_expired_batches_are_reported_and_what_they_left_goes_in_a_new_batch(server, tmp_path, caplog):
     server.configure_batch(expire_after=4)
     made = backend(server, tmp_path)
