@@ -555,6 +555,12 @@ class _BatchRun:
         resend: list[Resend] = []
         with self.state.file(part, "delivered").open("a", encoding="utf-8") as fh:
             yield from self.hand_over(part, token_limit, resend, fh)
+        going = {(pid, i) for pid, wanted, *_ in resend for i in wanted}
+        for (pid, i), wait in list(self.waiting.items()):  # a local input file that lost lines: never wait forever
+            if wait.part == part.name and (pid, i) not in going:
+                self.forget((pid, i))
+                yield error_result(pid, i, f"the line of this sample is missing from {self.state.file(part, 'input')}",
+                                   "MissingBatchLine", seed=sample_seed(self.sampling.seed, i))
         self.state.save()
         del self.answers[part.name]  # memory: a straggler asking later reads the files again
         if part.done:

@@ -228,6 +228,22 @@ def test_ids_lost_in_a_crash_are_found_on_the_server_not_made_again(server, tmp_
     assert state(tmp_path)["parts"][0]["batch_id"] == next(iter(server.batches))
 
 
+def test_a_sample_whose_line_is_lost_from_the_local_file_fails_instead_of_waiting(server, tmp_path):
+    server.configure_batch(hold=True)
+    with ctrl_c_when(lambda: has_batch(tmp_path)):
+        list(backend(server, tmp_path).generate(iter(chat(3)), SamplingParams()))
+    path = tmp_path / "batches" / "00001.input.jsonl"
+    lines = path.read_text().splitlines()
+    server.release()
+
+    def source():  # read once the earlier lines are indexed: then the file loses its last line
+        yield from chat(3)
+        path.write_text("\n".join(lines[:2]) + "\n")
+
+    results = {r.id: r for r in backend(server, tmp_path).generate(source(), SamplingParams())}
+    assert results["p2"].error_type == "MissingBatchLine" and results["p0"].ok and results["p1"].ok
+
+
 def test_answers_on_disk_are_not_fetched_again_and_a_taken_sample_asked_again_is_sent_again(server, tmp_path):
     first = backend(server, tmp_path)
     stream = first.generate(iter(chat(10)), SamplingParams())
