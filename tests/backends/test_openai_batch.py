@@ -452,6 +452,22 @@ def test_curate_keeps_batches_beside_its_output(tmp_path):
     assert config.state_dir == str(tmp_path / "curated" / "difficulty.batches")
 
 
+def test_status_says_where_each_shards_batches_stand_and_refuses_bad_input(server, tmp_path, capsys):
+    from skyeval.run.status import main
+
+    made = backend(server, tmp_path / "run")  # a folder laid out as a sharded run's
+    made.use_state_dir(tmp_path / "run" / "batches" / "shard-00001-of-00002")
+    list(made.generate(iter(chat(3)), SamplingParams()))
+    (tmp_path / "run" / "config.yaml").write_text("stage: evaluate\n")
+    assert main([f"run_dir={tmp_path / 'run'}"]) == 0
+    out = capsys.readouterr().out
+    assert "no summary.json yet" in out and "batch shard-00001-of-00002: batch_" in out and "completed, 3/3 done" in out
+    with pytest.raises(ConfigError, match="not a run folder"):
+        main([f"run_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="run_dir=PATH"):
+        main(["refresh=true"])
+
+
 # ---- the CLI, as users run it --------------------------------------------------------------------
 def cli_args(url: str, results: Path, *extra: str) -> list[str]:
     return ["evaluate", "+env=gsm8k", "env.limit=40", "model_config=openai_batch",
