@@ -3,7 +3,7 @@
 HumanEval/LeetCode `check(candidate)` bodies and MBPP `assert f(x) == y` lines become
 `CallTest`s: the sandbox only calls the function with the arguments, the scorer compares
 the value it returns. A statement that is not one of the shapes below stays in the
-`residual` test code, which runs next to the program (`grading: in_process`).
+`residual` test code, which runs on the trusted side (`skyeval.scorers.trusted_check`).
 
 Shapes (C = a call of the function under test with literal arguments, E = a literal):
 `C == E` (either side), `C is True|False|None`, `C`, `not C`, `abs(C - E) < tol` (or
