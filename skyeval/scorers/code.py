@@ -152,15 +152,9 @@ def _late(ns, scope, done, setup, source):
         raise done[setup]
     return eval(source, ns, scope)
 
+''' + trusted_check.OPENING + r'''
 def _main():
-    marker = sys.stdin.readline().strip()
-    out = os.fdopen(os.dup(1), "w")
-    def report(line):
-        out.write("\n" + marker + line + "\n")
-        out.flush()
-    with open("spec.marshal", "rb") as f:
-        spec = marshal.load(f)
-    os.remove("spec.marshal")
+    spec, report = _open()
     built, scope = _arguments(spec)
     try:
         code = compile(spec["source"], "solution.py", "exec")

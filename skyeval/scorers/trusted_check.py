@@ -37,6 +37,22 @@ logger = logging.getLogger(__name__)
 LIMITS = SandboxLimits(timeout_s=60.0, cpu_s=20.0)
 CANDIDATE, PAIR, ARGS = "_skyeval_candidate", "_skyeval_pair", "_skyeval_args"
 
+# How both sandboxed harnesses (this one and skyeval.scorers.code's) start: the marker from
+# stdin, a reporter writing marked lines to a private duplicate of stdout, and the spec,
+# deleted before any other code runs.
+OPENING = r'''
+def _open():
+    marker = sys.stdin.readline().strip()
+    out = os.fdopen(os.dup(1), "w")
+    def report(line):
+        out.write("\n" + marker + line + "\n")
+        out.flush()
+    with open("spec.marshal", "rb") as f:
+        spec = marshal.load(f)
+    os.remove("spec.marshal")
+    return spec, report
+'''
+
 # Runs in the sandbox: loads spec.marshal (header, reference, the check's chunks, the
 # function under test, and for a replay the recorded arguments and the program's values),
 # seeds `random`, runs each chunk and reports on a private duplicate of stdout:
@@ -48,16 +64,9 @@ import marshal, os, random, sys
 
 class _Stop(BaseException):
     pass
-
+''' + OPENING + r'''
 def _main():
-    marker = sys.stdin.readline().strip()
-    out = os.fdopen(os.dup(1), "w")
-    def report(line):
-        out.write("\n" + marker + line + "\n")
-        out.flush()
-    with open("spec.marshal", "rb") as f:
-        spec = marshal.load(f)
-    os.remove("spec.marshal")
+    spec, report = _open()
     values, recorded, starts = spec["values"], spec["args"], spec["starts"]
     replaying = values is not None
     calls, pairs, begun = [], [], []
