@@ -456,7 +456,7 @@ def _score_harness(plan: HarnessPlan, limits: SandboxLimits) -> tuple[list[str |
         kinds.append(plan.judge(call, payload) if status == "v" else _error_kind(payload) if status == "e"
                      else unfinished)
     if plan.recording is not None:
-        kinds.extend(_replayed(plan.recording, values))
+        kinds.extend(_replayed(plan.recording, values, limits))
     for j in range(len(plan.residual)):
         status, payload = found.get(("residual", j), ("", ""))
         kinds.append(None if status == "r" else _error_kind(payload) if status == "f" else unfinished)
@@ -470,14 +470,14 @@ def _value(payload: str) -> tuple[str, object]:
         return "wrong_answer", None
 
 
-def _replayed(recording: trusted_check.Recording, values: list[tuple[str, object]]) -> list[str | None]:
+def _replayed(recording: trusted_check.Recording, values: list[tuple[str, object]],
+              limits: SandboxLimits) -> list[str | None]:
     """Per part of the check run again with the program's values: None (passed), the kind
     of the program's own failure in one of that part's calls, or wrong_answer."""
-    verdicts = trusted_check.replay(recording, values)
+    verdicts = trusted_check.replay(recording, values, limits)
     starts = recording.replay["starts"]
-    failed = [next((kind for kind, _ in values[starts[c]:starts[c + 1]] if kind != "v"), verdict)
-              if verdict else None for c, verdict in enumerate(verdicts)]
-    return failed
+    return [next((kind for kind, _ in values[starts[c]:starts[c + 1]] if kind != "v"), verdict)
+            if verdict else None for c, verdict in enumerate(verdicts)]
 
 
 def _with_starter(code: str, starter_code: str | None) -> str:

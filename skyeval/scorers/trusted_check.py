@@ -218,10 +218,10 @@ def instrument(chunks: tuple[str, ...], target: str) -> tuple[tuple[str, ...], b
     return tuple(ast.unparse(_Rename(target, CANDIDATE).visit(t)) for t in trees), False
 
 
-def _run(spec: dict) -> tuple[str, list[tuple[str, ...]]]:
+def _run(spec: dict, limits: SandboxLimits = LIMITS) -> tuple[str, list[tuple[str, ...]]]:
     """Run the trusted harness on `spec`; its report lines, split on tabs."""
     marker = f"@@skyeval-check-{secrets.token_hex(8)}@@"
-    run = run_program(HARNESS, marker + "\n", limits=LIMITS, files={"spec.marshal": marshal.dumps(spec, 4)})
+    run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": marshal.dumps(spec, 4)})
     lines = [line[len(marker):].split("\t") for line in run.stdout.splitlines() if line.startswith(marker)]
     return run.status, lines
 
@@ -268,11 +268,12 @@ def warn_once(why: str) -> None:
     logger.warning("a check runs next to the program (grading: in_process): %s", why)
 
 
-def replay(recording: Recording, values: list[tuple[str, object]]) -> list[str | None]:
-    """Each chunk's verdict (None: passed; else why it failed) when the check runs again with
-    the program's returned `values` (one ("v", value) or (kind, "") per recorded call)."""
+def replay(recording: Recording, values: list[tuple[str, object]], limits: SandboxLimits) -> list[str | None]:
+    """Each chunk's verdict (None: passed; else why it failed) when the check runs again, under
+    the sample's `limits`, with the program's returned `values` (one ("v", value) or
+    (kind, None) per recorded call)."""
     spec = {**recording.replay, "values": [(status, value if status == "v" else None) for status, value in values]}
-    status, lines = _run(spec)
+    status, lines = _run(spec, limits)
     verdicts: list[str | None] = ["wrong_answer"] * recording.chunks
     for line in lines:
         if len(line) >= 2 and line[0].isdigit() and int(line[0]) < recording.chunks:
