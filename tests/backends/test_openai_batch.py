@@ -515,8 +515,7 @@ def test_ctrl_c_after_submission_then_the_same_command_finishes_without_a_second
         os.killpg(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=600)
         assert proc.returncode == 130 and "keep running on the server" in stderr and "Traceback" not in stderr
-        status = cli("status", f"run_dir={tmp_path / 'out' / 'run'}", cwd=tmp_path)
-        assert "(part 00001, 40 requests): validating" in status.stdout and "no summary.json yet" not in status.stdout
+        assert json.loads((results / "run/batches/run/state.json").read_text())["parts"][0]["status"] == "validating"
         server.release()
         live = cli("status", f"run_dir={tmp_path / 'out' / 'run'}", "refresh=true", cwd=tmp_path)
         assert "(part 00001, 40 requests): completed, 40/40 done" in live.stdout, live.stderr
