@@ -278,7 +278,7 @@ figcaption {{ color: #4a5468; }}
 <h2>Accuracy: models × benchmarks</h2>
 <p class="note">accuracy [95% interval] n=samples/problems · interval method: {e(_methods(runs))}.
 Failed samples count as wrong. — means the run's summary does not have the number.
-A row is a model with the settings that differ among its runs; runs equal in every setting share a cell, each shown.
+A row is a model with the settings that differ among its runs of one benchmark; runs equal in every setting share a cell, each shown.
 ⚠ marks a run that stopped before finishing its selection (interrupted, failed): its numbers cover what it finished.</p>
 {matrix}
 <h2>Runs</h2>
