@@ -24,7 +24,7 @@ from skyeval.paths import CONF_DIR
 from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
-from skyeval.run.logs import announce, setup_logging, to_files
+from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
 
@@ -188,7 +188,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
         "config": redact(config.to_dict()),
     }
     if stage != "generate":
-        summary["cost"] = run_cost(summary, config.model_config.price)
+        summary["cost"] = run_cost(summary, config.model_config.billed_price)
     if shard.active:
         summary = _finish_shard(folder, shard, summary, outcome, identity, started_at)
     else:
@@ -285,7 +285,7 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     them. Returns the merged summary then, else the shard's own."""
     path = merge.write_state(folder, shard, summary, outcome.metrics, identity.values, started_at)
     counts = summary["counts"]
-    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
+    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {plural(counts['samples'], 'sample')}, "
             f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
     log.info("%s", line)
     print(line, file=sys.stdout, flush=True)
@@ -326,14 +326,15 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprin
     problems = env.iter_problems(on_error=lambda index, err: None, on_bad_gold=lambda problem, why: None,
                                  judged=judged(config))  # what the run would send: bad golds are left out
     report = estimate(env, problems, sampling, config.model_config, wanted)
-    how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    how = report["prompt_tokens_counted_with"] + (", an estimate" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
              f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
     if report["worst_case_cost"] is not None:
-        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
+        basis = " (the Batch API's price)" if report["price"] != config.model_config.price else ""
+        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens{basis}")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     if report["first_prompt"] is not None:
