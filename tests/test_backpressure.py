@@ -18,6 +18,7 @@ import pytest
 
 from skyeval.results import RunFolder
 from skyeval.run.records import SampleWriter, WorkerSink
+from skyeval.scorers.pool import QUEUE_PER_WORKER
 from tests.backends.fault_server import FaultServer
 from tests.conftest import REPO, load_summary, read_jsonl, run_cli
 
@@ -81,21 +82,23 @@ def _check_stopped(proc: subprocess.Popen, took: float, server: FaultServer, fol
 
 
 def test_math_answers_are_recorded_while_scoring_lags(tmp_path, data_dir):
+    # more problems than back-pressure lets through: the scoring queue (per core) and 2 x concurrency in flight
+    limit = QUEUE_PER_WORKER * len(os.sched_getaffinity(0)) + 2 * 8 + 60
     with FaultServer() as server:
         out = tmp_path / "out"
-        command = ["evaluate", "+env=gsm8k", SLOW_GSM8K, "env.limit=300", *_args(server, out)]
+        command = ["evaluate", "+env=gsm8k", SLOW_GSM8K, f"env.limit={limit}", *_args(server, out)]
         proc = _start(command, tmp_path, {"SKYEVAL_TEST_SCORE_DELAY_S": "1.0"})
         took = _stop_when_sending_stalls(proc, server, tmp_path, least=100)
         folder = next(out.iterdir())
         first = _check_stopped(proc, took, server, folder, tmp_path)
-        assert len(first) < 300  # back-pressure held the sending: the run stopped mid-way
-        assert load_summary(folder)["counts"]["problems"] == 300  # the whole selection, started or not
+        assert len(first) < limit  # back-pressure held the sending: the run stopped mid-way
+        assert load_summary(folder)["counts"]["problems"] == limit  # the whole selection, started or not
 
         run_cli(*command, cwd=tmp_path, env={"PYTHONPATH": str(REPO)})  # the same command, with a fast scorer
         keys = [entry["prompt_key"] for entry in server.log]
-        assert len(keys) == len(set(keys)) == 300  # nothing answered was asked again
+        assert len(keys) == len(set(keys)) == limit  # nothing answered was asked again
         summary = load_summary(folder)
-        assert summary["status"] == "complete" and summary["counts"]["scored"] == 300
+        assert summary["status"] == "complete" and summary["counts"]["scored"] == limit
 
 
 def test_code_answers_are_recorded_while_sandboxes_run(tmp_path, data_dir):
