@@ -357,14 +357,15 @@ def test_requests_pulled_lazily_within_the_window(server, make_backend):
 def test_close_stops_the_loop_thread(server, make_backend):
     import threading
 
+    before = set(threading.enumerate())  # another test's backend (a cached reward's judge) may hold its own
     backend = make_backend()
     run(backend, [chat(1)])
-    assert any(t.name.startswith("skyeval-openai") for t in threading.enumerate())
+    assert any(t.name.startswith("skyeval-openai") for t in set(threading.enumerate()) - before)
     backend.close()
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("skyeval-openai")]
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("skyeval-openai")]
     assert run(backend, [chat(2)])["c2", 0].ok  # generate starts it again
     backend.close()
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("skyeval-openai")]
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("skyeval-openai")]
 
 def test_model_alias_and_api_key_used_never_written(server):
     config = HTTPConfig(model="gpt-4o-mini", api_url=server.url, api_key="sk-secret-xyz-123")
