@@ -286,7 +286,11 @@ class Backend(Protocol):
 
     A backend whose work outlives the process (openai_batch: batches run for hours) may
     define `use_state_dir(path)`: the pipeline names a folder inside the run folder, one per
-    shard, before it generates, and the next run of the same command finds it there."""
+    shard, before it generates, and the next run of the same command finds it there.
+
+    On Ctrl-C the pipeline stops asking for requests and records the answers still on their
+    way for a few seconds (`skyeval.run.stopping`); a backend with `stops_at_once = True`
+    (openai_batch) is stopped at once instead."""
 
     def generate(
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams

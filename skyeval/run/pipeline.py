@@ -15,6 +15,7 @@ Every sample (problem id x sample index) ends in exactly one of scores/ or failu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import time
@@ -342,8 +343,9 @@ class _Pipeline:
         use_state_dir = getattr(self.env.backend, "use_state_dir", None)
         if use_state_dir is not None:  # openai_batch: its batch ids and files, one folder per shard
             use_state_dir(self.folder.path / "batches" / (self.shard.name if self.shard.active else "run"))
+        stop = contextlib.nullcontext() if getattr(self.env.backend, "stops_at_once", False) else self.stop.installed()
         try:
-            with self.stop.installed():
+            with stop:
                 for result in self.env.backend.generate(self.requests(), self.env.sampling):
                     self.on_result(result)
         finally:

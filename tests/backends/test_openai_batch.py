@@ -389,6 +389,23 @@ def test_scores_stream_in_as_each_batch_ends(data_dir, gsm8k_table, tmp_path):
         assert done["summary"]["counts"]["scored"] == 10 and done["summary"]["metrics"]["accuracy"] == 1.0
 
 
+def test_ctrl_c_stops_a_batch_run_at_once_without_waiting_for_answers_on_their_way(data_dir, gsm8k_table, tmp_path):
+    """Other backends record the answers on their way for a few seconds after Ctrl-C; a
+    batch's answers come hours later (a re-run adopts the batch), so the run stops at once."""
+    from skyeval.run.app import execute
+
+    with BatchServer(answer_table=gsm8k_table, batch={"hold": True}) as server:
+        run_dir = tmp_path / "run"
+        with ctrl_c_when(lambda: has_batch(run_dir)):
+            execute(run_config(server, "env.limit=4"), run_dir)
+        logged = (run_dir / "logs.txt").read_text()
+        assert "keep running on the server" in logged and "on their way" not in logged
+        assert server.count("POST", "/v1/batches") == 1 and not read_jsonl(run_dir / "scores")
+        server.release()
+        summary = execute(run_config(server, "env.limit=4"), run_dir)
+        assert summary["counts"]["scored"] == 4 and server.count("POST", "/v1/batches") == 1
+
+
 def test_rejection_sampling_with_n_samples_per_request(data_dir, gsm8k_table, tmp_path):
     from skyeval.run.app import execute
 
