@@ -91,7 +91,8 @@ def test_mode_off_sends_nothing_and_adds_nothing(tmp_path, omni_data, model, jud
 def test_score_regrades_an_existing_folder_with_a_judge(tmp_path, omni_data, model, judge):
     summary = run(*base(model, omni_data, tmp_path))  # rules only
     assert summary["metrics"]["accuracy"] == pytest.approx(2 / 6)
-    run_cli("score", f"run_dir={summary['run_dir']}", "grading.mode=fallback", *judged_by(judge), cwd=REPO)
+    proc = run_cli("score", f"run_dir={summary['run_dir']}", "grading.mode=fallback", *judged_by(judge), cwd=REPO)
+    assert "accuracy 0.6667 (2 of 6 graded by the judge judge)" in proc.stdout  # the headline says a judge did it
     regraded = read_json(Path(summary["run_dir"]) / "summary.json")
     assert regraded["metrics"]["accuracy"] == pytest.approx(4 / 6)
     assert regraded["grading"]["graded_by"] == {"rules": 4, "judge": 2} and len(judge.log) == 2
