@@ -124,7 +124,7 @@ def _prepare(config: RunConfig, env: Env) -> None:
     else:
         check_model(config.model_config)
         env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
-                  sampling_params=config.sampling_params)
+                  sampling_params=config.sampling_params, tools=config.tools)
     trackers.check(config)  # a tracker asked for but not installed fails before any work
 
 
@@ -171,6 +171,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "scoring": {**scoring, **metrics.grading_summary()},
         **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
+        **tools_summary(config, env.backend, metrics),
         **env.describe_window(),
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
@@ -190,6 +191,20 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     if outcome.interrupted:
         raise KeyboardInterrupt
     return summary
+
+
+def tools_summary(config: RunConfig, backend: Any, metrics: Any) -> dict[str, Any]:
+    """summary.json `tools` when samples go through a turn loop (a tool, or budget forcing):
+    the settings and counts over the selection's scored samples (for `generate`, over the
+    samples this run generated)."""
+    from skyeval.tools import TurnLoop, needs_loop
+
+    if not needs_loop(config.tools, config.sampling_params):
+        return {}
+    section = backend.summary() if isinstance(backend, TurnLoop) else config.tools.settings()
+    if config.stage != "generate":
+        section.update(metrics.tools_summary())
+    return {"tools": section}
 
 
 def _judgeable(env: Env) -> bool:
