@@ -119,8 +119,14 @@ def run_call(call: Call) -> Outcome:
         status, tail = OK, ""
     else:
         status, tail = ERROR, last_lines(result.stderr) or f"exit status {result.returncode}"
-    text = printed.rstrip("\n") if not tail else (printed.rstrip("\n") + "\n" + tail).lstrip("\n")
-    return Outcome(status, escape(cut(text, call.output_chars), call.markers))
+    printed = printed.rstrip("\n")
+    if tail:  # the ending line(s) come first; what was printed before them gets the room left
+        tail = cut(tail, call.output_chars)
+        printed = cut(printed, call.output_chars - len(tail) - 1)
+        text = f"{printed}\n{tail}" if printed else tail
+    else:
+        text = cut(printed, call.output_chars)
+    return Outcome(status, escape(text, call.markers))
 
 
 def last_lines(stderr: str) -> str:
@@ -146,14 +152,12 @@ def last_lines(stderr: str) -> str:
 
 def cut(text: str, limit: int) -> str:
     """`text`, or its first and last parts around a marker saying how much was cut (about
-    `limit` characters in all)."""
+    `limit` characters in all; only the marker when `limit` leaves no room)."""
     if len(text) <= limit:
         return text
-    marker = _CUT.format(len(text) - limit)
-    keep = max(limit - len(marker), 2)
+    keep = max(limit - len(_CUT.format(len(text))), 0)
     head, tail = keep - keep // 2, keep // 2
-    removed = len(text) - head - tail
-    return text[:head] + _CUT.format(removed) + text[len(text) - tail:]
+    return (text[:head] + _CUT.format(len(text) - head - tail) + text[len(text) - tail:]).strip("\n")
 
 
 def escape(text: str, markers: Sequence[str] = ()) -> str:
@@ -174,7 +178,8 @@ def output_block(output: str, tools: ToolsConfig) -> str:
 
 def calls_pool(tools: ToolsConfig, queue_size: int) -> Any:
     """The sandbox workers that run calls: `tools.workers` processes (the cores when
-    unset), each call bounded by its own sandbox limits (a stuck worker is replaced)."""
+    unset), taking calls one by one (a slow program holds up no other call queued), each
+    call bounded by its own sandbox limits (a stuck worker is replaced)."""
     from skyeval.scorers.pool import ScorerPool
 
     backstop = tools.timeout_s * tools.wall_multiple + 60.0
