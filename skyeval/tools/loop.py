@@ -42,7 +42,17 @@ from skyeval.backends.base import usage as make_usage
 from skyeval.errors import ConfigError
 from skyeval.metrics import turns
 from skyeval.tools.config import ToolsConfig
-from skyeval.tools.python import ERROR, OK, TIMEOUT, Call, Outcome, calls_pool, output_block, program_of
+from skyeval.tools.python import (
+    ERROR,
+    OK,
+    TIMEOUT,
+    Call,
+    Outcome,
+    calls_pool,
+    output_block,
+    program_of,
+    sandbox_packages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +80,12 @@ class TurnLoop:
             from skyeval.scorers import sandbox
 
             self.sandbox = sandbox.describe()  # a sandbox that cannot run fails here, before any request
+            self.sandbox["packages"] = packages = sandbox_packages()
+            if not packages.get("sympy"):
+                log.warning("the sandbox's python (%s) cannot import sympy, which most tool-integrated reasoning "
+                            "programs use: install it there (Debian: apt-get install python3-sympy python3-numpy) "
+                            "or point %s at a python that has it (docs/tools.md)", self.sandbox.get("python"),
+                            sandbox.PYTHON_ENV_VAR)
 
     def __repr__(self) -> str:
         return f"TurnLoop({self.backend!r}, tools={self.tools.name})"

@@ -10,6 +10,7 @@ cut to `output_chars` and escaped (`escape`) before it enters the transcript.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -17,6 +18,7 @@ from typing import Any, Sequence
 from skyeval.tools.config import ToolsConfig
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"  # a call's status in the transcript
+PACKAGES = ("sympy", "numpy", "scipy")  # what TIR programs commonly import
 _BACKTICKS = re.compile(r"`{3,}")
 _CUT = "\n[... {} characters cut ...]\n"
 
@@ -174,6 +176,15 @@ def escape(text: str, markers: Sequence[str] = ()) -> str:
 def output_block(output: str, tools: ToolsConfig) -> str:
     """The block appended after a reply (Qwen2.5-Math's and ToRA's layout)."""
     return f"\n{tools.output_fence}\n{output}\n{tools.close_fence}\n"
+
+
+def sandbox_packages() -> dict[str, bool]:
+    """Which of `PACKAGES` the sandbox's interpreter can import (one sandbox run)."""
+    from skyeval.scorers.sandbox import run_program
+
+    probe = f"import importlib.util, json\nprint(json.dumps({{n: bool(importlib.util.find_spec(n)) for n in {PACKAGES!r}}}))"
+    result = run_program(probe)
+    return json.loads(result.stdout) if result.status == "ok" else {}
 
 
 def calls_pool(tools: ToolsConfig, queue_size: int) -> Any:
