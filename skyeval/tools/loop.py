@@ -126,10 +126,14 @@ class TurnLoop:
 
     def close(self) -> None:
         """Stop the sandbox workers and the backend."""
+        self.stop_tools()
+        self.backend.close()
+
+    def stop_tools(self) -> None:
+        """Stop the sandbox workers (a program still running is killed); the backend stays up."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close(cancel=True)
-        self.backend.close()
 
     def summary(self) -> dict[str, Any]:
         """summary.json `tools`: the settings, and counts over this run's finished samples."""

@@ -161,7 +161,7 @@ async function sampleView(run, r) {
     `${fact("Outcome", badges(r))}${fact("Score", r[SCORE])}${fact("Finish", esc(r[FINISH] ?? "—"))}` +
     `${fact("Tokens", esc(usage))}${fact("Seed", esc(text && text.seed != null ? text.seed : "—"))}</div>`;
   if (r[ERROR]) html += `<p class="error">${esc(r[ERROR])}</p>`;
-  const col = (title, body) => `<div class="col"><h3>${title}</h3><pre>${esc(body)}</pre></div>`;
+  const col = (title, body) => `<div class="col"><h3>${title}</h3>${withBlocks(body)}</div>`;
   html += `<div class="cols">` +
     col("Prompt", text ? text.prompt : "(no generation record)") +
     (text && text.reasoning ? col("Reasoning", text.reasoning) : "") +
@@ -170,6 +170,18 @@ async function sampleView(run, r) {
     (r[JUDGE] ? col(r[JUDGE][0] ? "Judge (decided this score)" : "Judge (no verdict: the rules' score stands)",
                     (r[JUDGE][2] ? r[JUDGE][2] + "\n\n" : "") + r[JUDGE][3]) : "") + `</div>`;
   return html;
+}
+
+// Text as <pre> blocks, a tool loop's ```python and ```output blocks (tools=python) apart from the rest.
+function withBlocks(text) {
+  const parts = String(text).split(/^(```(?:python|output)\n[\s\S]*?\n```)$/m);
+  if (parts.length === 1) return `<pre>${esc(text)}</pre>`;
+  return parts.filter(part => part.trim() !== "").map(part => {
+    const block = part.match(/^```(python|output)\n([\s\S]*?)\n```$/);
+    if (!block) return `<pre>${esc(part.replace(/^\n+|\n+$/g, ""))}</pre>`;
+    const kind = block[1] === "python" ? "code" : "output";
+    return `<pre class="tool-${kind}" data-label="${kind}">${esc(block[2])}</pre>`;
+  }).join("");
 }
 
 async function showSample(run, r) {
