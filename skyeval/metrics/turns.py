@@ -26,3 +26,12 @@ def summary(total: Counter) -> dict[str, Any]:
     """The counts as summary.json shows them; `stopped_by`: samples by why their loop ended."""
     stopped = {key.split(".", 1)[1]: value for key, value in sorted(total.items()) if key.startswith("stopped_by.")}
     return {**{key: total.get(key, 0) for key in KEYS}, "stopped_by": stopped}
+
+
+def added(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summaries of disjoint sets of samples (shards) as one."""
+    total: Counter = Counter()
+    for one in summaries:
+        total.update({key: one.get(key, 0) for key in KEYS})
+        total.update({f"stopped_by.{why}": count for why, count in (one.get("stopped_by") or {}).items()})
+    return summary(total)

@@ -1,10 +1,12 @@
 """Tool-integrated reasoning from the CLI, as users run it: a loopback model that answers only
-through code scores 0 without tools and 1.0 with `tools=python`, in exactly the model
-requests its turns need, and the same command again sends nothing."""
+through code scores 1.0 with `tools=python`, in exactly the model requests its turns need,
+the same command again sends nothing, and without tools it scores 0."""
 
 from __future__ import annotations
 
 from skyeval import SkyEnvBuilder
+from skyeval.config.compose import compose
+from skyeval.run.app import execute
 from tests.backends.fault_server import FaultServer
 from tests.conftest import load_summary, read_jsonl, run_cli, run_folder
 from tests.tools.code_model import CodeModel
@@ -48,8 +50,8 @@ def test_a_model_that_answers_through_code_needs_the_tool(tmp_path, data_dir):
         assert again["metrics"]["accuracy"] == 1.0 and again["counts"]["resumed"] == 10
         assert again["tools"]["tool_calls"] == 12  # the totals count the saved samples
 
-        run_cli(*common, "tools=none", cwd=tmp_path)  # another fingerprint: its own folder
+        plain = execute(compose(*common[1:], "tools=none"), tmp_path / "plain")  # as the CLI runs it, in-process
         assert len(server.log) == 32
-        plain = [load_summary(f) for f in (tmp_path / "outputs").iterdir() if f != folder]
-        assert len(plain) == 1 and plain[0]["metrics"]["accuracy"] == 0.0 and "tools" not in plain[0]
+        assert plain["metrics"]["accuracy"] == 0.0 and "tools" not in plain
         assert all("stop" not in entry["params"] for entry in server.log[22:])  # no stop marker without tools
+        assert compose(*common[1:], "tools=none").logging.experiment_name != folder.name  # another fingerprint

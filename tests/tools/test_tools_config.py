@@ -86,3 +86,12 @@ def test_tir_templates():
     assert tora.startswith("Integrate step-by-step reasoning and Python code")
     assert tora.endswith("---\n\nQuestion: What is 6 x 7?\n\nSolution:")
     assert "```python\nfrom sympy import sqrt" in tora and "```output\n13\n```\nThe diagonal is $\\boxed{13}$" in tora
+
+
+def test_the_shards_of_a_run_add_up_their_tool_counts(tmp_path, data_dir):
+    for stage in ("evaluate", "generate"):
+        summaries = [execute(compose("+env=gsm8k", "env.limit=5", "tools=python", "shard.count=2", f"shard.index={i}",
+                                     stage=stage), tmp_path / stage) for i in range(2)]
+        merged = summaries[-1]  # the last shard to finish merges
+        assert merged["shards"]["count"] == 2, stage
+        assert (merged["tools"]["samples"], merged["tools"]["stopped_by"]) == (5, {"reply": 5}), stage
