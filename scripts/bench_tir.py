@@ -3,10 +3,10 @@ times per sample, then answers.
 
 Two figures, each against a baseline measured in the same run:
 
-- the loop's own overhead per call: with one sample in flight, the time between the model's
-  reply and the next request of the same sample (server clock) minus the program's own run
-  time (the same call run directly: `skyeval.tools.python.run_call`, the sandbox included).
-  Target: p50 <= 50 ms on 2 cores;
+- the loop's own overhead per call: with one sample in flight, the time between two
+  requests of the same sample (the server's clock) minus that call's own run time on its
+  sandbox worker (`skyeval.tools.python.run_call`, the sandbox included, timed around it in
+  the worker). Target: p50 <= 50 ms on 2 cores;
 - samples/s with --samples samples (4 calls each) at --concurrency, and the ratio to the
   bound the sandbox workers set (workers / (4 x a call's run time)).
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -28,7 +29,8 @@ sys.path.insert(0, str(REPO))
 from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig  # noqa: E402
 from skyeval.backends.openai import HTTPConfig, OpenAIBackend  # noqa: E402
 from skyeval.tools import ToolsConfig, TurnLoop  # noqa: E402
-from skyeval.tools.python import Call, run_call  # noqa: E402
+from skyeval.scorers.pool import ScorerPool  # noqa: E402
+from skyeval.tools.python import Call, Outcome, run_call  # noqa: E402
 from tests.backends.fault_server import FaultServer  # noqa: E402
 
 CALLS = 4
@@ -65,12 +67,25 @@ def make_loop(server: FaultServer, concurrency: int, tools: ToolsConfig) -> Turn
     return loop
 
 
-def gaps(log: list) -> list[float]:
-    """Seconds between consecutive requests of each sample (server clock)."""
-    by_sample: dict[str, list[float]] = {}
+def timed_call(call: Call) -> Outcome:
+    """`run_call`, its output replaced by how long it took (the bench's model ignores it)."""
+    start = time.perf_counter()
+    outcome = run_call(call)
+    return Outcome(outcome.status, f"{time.perf_counter() - start:.6f}")
+
+
+def overheads(log: list) -> list[float]:
+    """Per call: seconds between the requests before and after it (server clock), minus the
+    call's run time on its worker (the output block of the later request)."""
+    by_sample: dict[str, list[dict]] = {}
     for entry in log:
-        by_sample.setdefault(entry["messages"][0]["content"], []).append(entry["t"])
-    return [b - a for times in by_sample.values() for a, b in zip(times, times[1:])]
+        by_sample.setdefault(entry["messages"][0]["content"], []).append(entry)
+    out = []
+    for entries in by_sample.values():
+        for before, after in zip(entries, entries[1:]):
+            ran = float(re.findall(r"```output\n(.*?)\n```", after["messages"][-1]["content"])[-1])
+            out.append(after["t"] - before["t"] - ran)
+    return out
 
 
 def main() -> None:
@@ -91,10 +106,13 @@ def main() -> None:
     program_s = statistics.median(direct)
     with FaultServer(responder=reply) as server:
         loop = make_loop(server, 1, tools)
+        loop.stop_tools()
+        loop._pool = ScorerPool(timed_call, tools.workers, chunk_size=1)  # the same workers, each call timed
         try:
+            run(loop, server, 2, "warm-timed-")
             serial = []
             for i in range(args.serial):  # one sample in flight: nothing waits behind anything
-                serial.extend(gaps(run(loop, server, 1, f"serial-{i}-")[1]))
+                serial.extend(overheads(run(loop, server, 1, f"serial-{i}-")[1]))
         finally:
             loop.close()
         loop = make_loop(server, args.concurrency, tools)
@@ -102,7 +120,7 @@ def main() -> None:
             elapsed, _ = run(loop, server, args.samples, "sample")
         finally:
             loop.close()
-    overhead = sorted(g - program_s for g in serial)
+    overhead = sorted(serial)
     p50, p90 = statistics.median(overhead), overhead[int(0.9 * (len(overhead) - 1))]
     rate = args.samples / elapsed
     bound = (tools.workers or cores) / (CALLS * program_s)
