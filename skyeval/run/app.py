@@ -215,10 +215,12 @@ def _judgeable(env: Env) -> bool:
 
 
 def _scores_on_workers(config: RunConfig) -> bool:
-    """Whether the model config's backend scores on a cluster's workers (ray)."""
+    """Whether the model config's backend scores on a cluster's workers (ray, unless a turn
+    loop reads every reply on the driver)."""
     from skyeval.backends.ray import RayConfig
+    from skyeval.tools import needs_loop
 
-    return isinstance(config.model_config, RayConfig)
+    return isinstance(config.model_config, RayConfig) and not needs_loop(config.tools, config.sampling_params)
 
 
 def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:
