@@ -70,6 +70,9 @@ class TurnLoop:
     implements `skyeval.backends.base.Backend`. `think_tags` are the model's (its config's)."""
 
     def __init__(self, backend: Any, tools: ToolsConfig, think_tags: Any = reasoning.DEFAULT_THINK_TAGS) -> None:
+        if not getattr(backend, "continues_samples", True):
+            raise ConfigError(f"{type(backend).__name__} cannot send a sample back to the model while the run goes "
+                              "on, which tools and budget forcing need: use model_config=openai, vllm or ray")
         self.backend, self.tools = backend, tools
         self.tags = reasoning.check_tags(think_tags)
         self.limit = _window(backend)
