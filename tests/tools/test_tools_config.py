@@ -98,9 +98,12 @@ def test_the_shards_of_a_run_add_up_their_tool_counts(tmp_path, data_dir):
 
 
 def test_the_batch_api_cannot_run_a_turn_loop(tmp_path, data_dir):
-    config = compose("+env=gsm8k", "env.limit=2", "tools=python", "model_config=openai_batch",
-                     "model_config.model_source=m", "model_config.api_url=http://127.0.0.1:9/v1",
-                     "model_config.api_key_env=null")
-    with pytest.raises(ConfigError, match="OpenAIBatchBackend cannot send a sample back to the model"):
-        execute(config, tmp_path / "run")
-    assert not (tmp_path / "run").exists()  # refused before the folder is claimed
+    from tests.backends.fault_server import FaultServer
+
+    with FaultServer() as server:
+        config = compose("+env=gsm8k", "env.limit=2", "tools=python", "model_config=openai_batch",
+                         "model_config.model_source=m", f"model_config.api_url={server.url}",
+                         "model_config.api_key_env=null")
+        with pytest.raises(ConfigError, match="OpenAIBatchBackend cannot send a sample back to the model"):
+            execute(config, tmp_path / "run")
+        assert not server.log and not (tmp_path / "run").exists()  # refused before anything is sent or claimed
