@@ -340,6 +340,16 @@ class Env:
         names = list(self.scoring_functions())
         return names if len(names) > 1 else []
 
+    def unit_metrics(self) -> dict[str, str]:
+        """Metrics over units smaller than a sample, for summary.json (IFEval: its
+        instructions): metric name -> the score column counting the units a sample passed.
+        `units(problem)` says how many units a sample of the problem has. {} for none."""
+        return {}
+
+    def units(self, problem: dict[str, Any]) -> dict[str, int]:
+        """How many units of each of `unit_metrics` a sample of this problem has."""
+        return {}
+
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """Score one sample: `item` has `generation` and `expected`; returns at least
         {"score": float 0..1}, the primary scorer's fields (e.g. `extracted`), and with

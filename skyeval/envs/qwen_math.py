@@ -45,7 +45,7 @@ def fewshot_prefix(demos: str | None) -> str:
     return "\n\n".join(f"{q}\n{a}" for q, a in harness_demos()[demos]) + "\n\n"
 
 
-def with_yes_no(question: str, gold: Any) -> str:
+def with_yes_no(question: str, gold: str | None) -> str:
     """The harness marks questions whose gold is true/false or yes/no."""
     return question.strip() + _YES_NO.get(str(gold).strip().lower(), "")
 
@@ -99,9 +99,15 @@ class QwenMathEnv(HarnessPrompt, MathEnv):
     def question_of(self, row: dict[str, Any]) -> str:
         return str(row[self.question_field])
 
-    def expected_of(self, row: dict[str, Any]) -> str:
-        answer = _answer_str(row[self.answer_field])
-        return answer.replace("$", "").strip() if self.dollar_answers else answer
+    def reference_generation(self, problem: dict[str, Any]) -> str | None:
+        """MathEnv's; None (a `NoReference` failure) for a problem without a gold."""
+        return None if problem["expected"] is None else super().reference_generation(problem)
+
+    def expected_of(self, row: dict[str, Any]) -> str | None:
+        """The gold as a string; None (scored null, in failures/, never 0) when the row has none."""
+        answer = _answer_str(row[self.answer_field]) if row.get(self.answer_field) is not None else ""
+        answer = answer.replace("$", "").strip() if self.dollar_answers else answer
+        return answer or None
 
 
 class SVAMPEnv(QwenMathEnv):
@@ -127,11 +133,11 @@ class ASDivEnv(QwenMathEnv):
     def question_of(self, row: dict[str, Any]) -> str:
         return f"{row['body'].strip()} {row['question'].strip()}"
 
-    def expected_of(self, row: dict[str, Any]) -> str:
-        return _UNIT.sub("", str(row["answer"])).strip()
+    def expected_of(self, row: dict[str, Any]) -> str | None:
+        return _UNIT.sub("", str(row["answer"])).strip() or None
 
     def keep(self, problem: dict[str, Any]) -> bool:
-        return ";" not in problem["expected"]
+        return ";" not in (problem["expected"] or "")
 
 
 class GaokaoEnv(QwenMathEnv):
@@ -147,7 +153,7 @@ class GaokaoEnv(QwenMathEnv):
         super().__init__(**kwargs)
         self.choice_field = choice_field
 
-    def expected_of(self, row: dict[str, Any]) -> str:
+    def expected_of(self, row: dict[str, Any]) -> str | None:
         return self._letters(row) or super().expected_of(row)
 
     def _letters(self, row: dict[str, Any]) -> str:
@@ -160,14 +166,14 @@ class GaokaoEnv(QwenMathEnv):
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         problem = super().to_problem(row, index)
-        expected, question = problem["expected"], problem["question"]
+        expected, question = problem["expected"] or "", problem["question"]
         letters = self._letters(row)
         kind = "value" if not letters else ("choice" if len(letters) == 1 else "choices")
         marks = [LETTERS.index(m) for m in _OPTION_MARK.findall(question)]
         gold = [LETTERS.index(c) for c in expected] if kind != "value" else []
         return {**problem, "answer_type": kind, "num_options": max([3, *marks, *gold]) + 1}
 
-    def reference_generation(self, problem: dict[str, Any]) -> str:
+    def reference_generation(self, problem: dict[str, Any]) -> str | None:
         if problem["answer_type"] == "value":
             return super().reference_generation(problem)
         return letters_reference(problem)

@@ -16,12 +16,13 @@ from skyeval.backends.base import class_path
 from skyeval.envs.base import Env
 from skyeval.envs.choice import ChoiceEnv
 from skyeval.envs.code import CodeEnv
+from skyeval.envs.ifeval import IFEvalEnv
 from skyeval.envs.math import MathEnv
 from skyeval.envs import qwen_math  # noqa: F401 - its env classes (subclasses of the families) get schemas
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
 
-FAMILIES = (MathEnv, ChoiceEnv, CodeEnv)  # the packaged env classes are these and their subclasses
+FAMILIES = (MathEnv, ChoiceEnv, CodeEnv, IFEvalEnv)  # the packaged env classes are these and their subclasses
 
 
 class UnknownEnvError(SkyevalError, KeyError):

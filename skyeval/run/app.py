@@ -153,7 +153,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
-                                 vote=getattr(env, "vote", None))
+                                 vote=getattr(env, "vote", None), unit_metrics=env.unit_metrics())
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
                                grading=config.grading)
