@@ -46,8 +46,9 @@ def fewshot_prefix(demos: str | None) -> str:
 
 
 def with_yes_no(question: str, gold: str | None) -> str:
-    """The harness marks questions whose gold is true/false or yes/no."""
-    return question.strip() + _YES_NO.get(str(gold).strip().lower(), "")
+    """The harness marks questions whose gold is true/false or yes/no ("Yes." too)."""
+    word = re.sub(r"\\text\{(.*?)\}", r"\1", str(gold)).replace("$", "").strip().rstrip(".").strip().lower()
+    return question.strip() + _YES_NO.get(word, "")
 
 
 class HarnessPrompt:
