@@ -131,3 +131,26 @@ def test_a_whole_reference_run_in_process(data_dir, tmp_path, monkeypatch):
     records = [json.loads(line) for path in (tmp_path / "outputs").glob("*/generations/part-*.jsonl")
                for line in path.read_text().splitlines()]
     assert len(records) == 91 and all(r["prompt"][0]["content"] == SYSTEM for r in records)
+
+
+def test_each_value_set_has_its_documented_numeric_rule():
+    """conf/env/<name>.yaml gives the rule (as `numeric_rule:` once the math envs take the
+    knob, until then on its marked comment line) and docs/benchmarks.md's table the same one;
+    when the knob exists, the built config carries it."""
+    import re
+
+    from skyeval.paths import CONF_DIR
+    from tests.conftest import REPO
+
+    table = (REPO / "docs" / "benchmarks.md").read_text()
+    for name in SUITE:
+        row = re.search(rf"^\| `{name}` \| [^|]+ \| [^|]+ \| ([^|]+) \|", table, re.M)
+        documented = row.group(1).strip()
+        conf = (CONF_DIR / "env" / f"{name}.yaml").read_text()
+        given = re.search(r"^(?:# NUMERIC RULE [^\n]*?: )?numeric_rule: (\w+)", conf, re.M)
+        if documented == "–":  # multiple choice: no numeric rule
+            assert given is None, name
+            continue
+        assert given is not None and given.group(1) == documented, name
+        if "numeric_rule" in SkyEnvBuilder.knobs(name):
+            assert SkyEnvBuilder.config(name)["numeric_rule"] == documented, name
