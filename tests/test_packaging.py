@@ -24,7 +24,8 @@ def test_wheel_holds_every_module_and_config(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval").rglob("*.py")}
     configs = {"skyeval/" + str(p.relative_to(ROOT)) for p in (ROOT / "conf").rglob("*.yaml")}
-    assert modules - names == set() and configs - names == set()
+    data = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval").rglob("*.json")}  # the Qwen harness's demonstrations
+    assert modules - names == set() and configs - names == set() and data - names == set()
 
 
 def test_cli_runs_from_an_unpacked_wheel_outside_the_repo(wheel, tmp_path, data_dir):
