@@ -22,6 +22,9 @@ SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}
 def test_the_17_new_envs_are_listed_by_their_names(data_dir):
     assert set(SUITE + ["ifeval"]) <= set(SkyEnvBuilder.names())  # what `skyeval list` prints
     assert SkyEnvBuilder.build("GAOKAO2024_i", {"limit": 1}).name == "gaokao2024_I"  # any case, as other envs
+    from skyeval.reward.sources import env_for
+
+    assert env_for("gaokao2024_ii") == "gaokao2024_II"  # a verl data_source names it in any case too
 
 
 def wired(problems):
