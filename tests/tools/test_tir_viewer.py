@@ -25,13 +25,13 @@ def test_code_and_output_blocks_are_shown_apart(tmp_path):
         wait_idle(page)
         page.find_element("css selector", "#list tbody tr").click()
         wait_idle(page)
-        code = page.find_elements("css selector", "#detail pre.tool-code")
-        output = page.find_elements("css selector", "#detail pre.tool-output")
+        code = page.find_elements("css selector", "#detail code.tool-code")
+        output = page.find_elements("css selector", "#detail code.tool-output")
         assert [(e.text, e.get_attribute("data-label")) for e in code] == [("print(1 < 2, 6 * 7)", "code")]
         assert [(e.text, e.get_attribute("data-label")) for e in output] == [("True 42", "output")]
         assert code[0].value_of_css_property("background-color") != output[0].value_of_css_property("background-color")
         answer = page.find_element("xpath", "//div[@class='col'][h3='Answer']").text
-        assert answer.startswith("ANSWER\nLet me compute.") and answer.endswith("So the answer is \\boxed{42}.")
+        assert answer.startswith("ANSWER\nLet me compute.") and "So the answer is" in answer  # the box typeset
         assert "```" not in answer  # the fences became the blocks
         screenshot(page, tmp_path, "viewer_tir")
     finally:
