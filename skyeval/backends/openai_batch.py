@@ -137,6 +137,7 @@ class OpenAIBatchBackend(OpenAIBackend):
     the `openai` backend's). The pipeline names the state folder with `use_state_dir`."""
 
     config: OpenAIBatchConfig
+    continues_samples = False  # answers come back in batches, within 24 h: no turn loop (skyeval.tools)
     # Ctrl-C stops it at once (its batches keep running on the server, and a re-run adopts them):
     # the run does not wait for answers on their way, nor submit a batch of what it read so far
     stops_at_once = True

@@ -27,6 +27,8 @@ NOT_FINGERPRINTED = {"env": ("limit", "data_dir"), "sampling": ("n",)}
 # A date window selects other problems: part of the fingerprint when set; left out when
 # open, so undated runs keep the fingerprints (and folder names) they had before windows.
 WINDOW = ("start_date", "end_date")
+# Budget forcing and tools, likewise: part of it when on, left out when off.
+FORCING = ("min_thinking_tokens", "max_waits")
 PLACEHOLDER = "{fingerprint}"  # what `${fingerprint_hash:}` gives: the digest, filled in when the run starts
 _ABSENT = object()
 _NAMED = re.compile(r"^(.*)_[0-9a-f]{8}$")  # a folder name ending in a digest
@@ -83,7 +85,9 @@ def fingerprint(config: Any, data: dict[str, Any] | None = None) -> Fingerprint:
     env's `data_identity()`): the real values of the env, template, model and sampling
     sections, without secrets, operational model fields (`api_url`, `timeout_s` ...:
     `skyeval.backends.base.operational`), `env.limit`, `env.data_dir` or `sampling_params.n`;
-    the env's date window when it is set; and `data`."""
+    the env's date window (`start_date`, `end_date`) when it is set, budget forcing
+    (`min_thinking_tokens`, `max_waits`) when it is on, the `tools` section (but `workers`)
+    unless it is `tools=none`; and `data`."""
     sections = config.to_dict() if hasattr(config, "to_dict") else config
     model = getattr(config, "model_config", None)
     values = {**_values(sections), **({"data": data} if data is not None else {})}
@@ -98,6 +102,11 @@ def _values(sections: dict[str, Any]) -> dict[str, Any]:
         out[name] = {k: v for k, v in section.items() if k not in skip.get(name, ())
                      and not (name == "env" and k in WINDOW and v is None)} \
             if isinstance(section, dict) else section
+    if isinstance(out.get("sampling"), dict) and out["sampling"].get("min_thinking_tokens") is None:
+        out["sampling"] = {k: v for k, v in out["sampling"].items() if k not in FORCING}
+    tools = sections.get("tools")
+    if isinstance(tools, dict) and tools.get("name", "none") != "none":
+        out["tools"] = {k: v for k, v in tools.items() if k != "workers"}
     return without_secrets(out)
 
 
