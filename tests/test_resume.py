@@ -189,6 +189,8 @@ def test_failures_outside_the_current_n_are_not_counted(tmp_path, server, data_d
             check=False)
     again = run_cli(*cli_args(url, results, 2, "sampling_params.n=1", "sampling_params.temperature=0.5"), cwd=tmp_path,
                     check=False)
-    summary = load_summary(results / "run")
+    # the smaller selection's summary is its own; the folder's stays the larger run's (issue 49 item 3)
+    summary = load_summary(results / "run" / "selections" / "limit-2.n-1")
     assert summary["counts"]["samples"] == 2 and summary["counts"]["failed"] == 2, again.stderr
     assert summary["metrics"]["accuracy"] == 0.0
+    assert load_summary(results / "run")["counts"]["samples"] == 4
