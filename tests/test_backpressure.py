@@ -141,19 +141,22 @@ def test_cluster_workers_write_a_block_before_scoring_it(tmp_path, data_dir):
 
 
 class StepBackend:
-    """Like vLLM's offline engine, in this process: it takes requests up to a window, and each
-    step finishes a batch of them at once (`produced` counts the answers it has made)."""
+    """Like vLLM's offline engine (`VLLMBackend.generate`), in this process: it takes requests
+    up to a window, reading a source that is not `ready_now` only when nothing runs, and each
+    step finishes a batch of them at once (`taken` and `produced` count samples)."""
 
     def __init__(self, window: int = 16, step: int = 8) -> None:
-        self.window, self.step, self.produced = window, step, 0
+        self.window, self.step, self.taken, self.produced = window, step, 0, 0
 
     def generate(self, requests, sampling):
-        from skyeval.backends.base import GenerationResult
+        from skyeval.backends.base import GenerationResult, ready_now
 
         source, pending = iter(requests), []
         while True:
-            while len(pending) < self.window and (request := next(source, None)) is not None:
+            while len(pending) < self.window and (not pending or ready_now(source)) \
+                    and (request := next(source, None)) is not None:
                 pending.append(request)
+                self.taken += len(request.sample_indices)
             if not pending:
                 return
             batch, pending = pending[:self.step], pending[self.step:]
@@ -171,7 +174,8 @@ class StepBackend:
 
 def test_an_engines_step_is_recorded_whole_while_scoring_lags(tmp_path):
     """The in-process backends (vLLM, reference): when scoring lags, the run stops taking new
-    requests, and every answer a step made is on disk. Before: the run blocked on the scoring
+    requests (the request stream is not `ready`), the engine finishes what it runs, and every
+    answer a step made is on disk. Before: the run blocked on the scoring
     queue in the middle of a step, its other answers waiting in memory."""
     import threading
 
@@ -190,6 +194,8 @@ def test_an_engines_step_is_recorded_whole_while_scoring_lags(tmp_path):
     try:
         assert pool.held_back.wait(300)  # the scoring queue is full: the run waits before taking a request
         assert len(read_jsonl(folder.dir("generations"))) == backend.produced < 400
+        # the engine ran what it had taken to the end: no request waits in it for the scoring queue
+        assert backend.taken == backend.produced
     finally:
         gate.touch()
         thread.join(300)

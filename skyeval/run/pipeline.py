@@ -108,6 +108,25 @@ def run(env: Env, folder: RunFolder, stage: str, *, retry_failures: bool = False
                      pool, summary_dir).run()
 
 
+class RequestStream:
+    """The requests a backend pulls. `ready()` (`skyeval.backends.base.ready_now`) is false
+    while the scoring queue is full: the next request would wait for room, so an engine
+    (vLLM) steps the requests it runs, and their answers are recorded, instead of waiting
+    to top up."""
+
+    def __init__(self, requests: Iterator[GenerationRequest], pool: ScorerPool | None) -> None:
+        self.requests, self.pool = requests, pool
+
+    def __iter__(self) -> RequestStream:
+        return self
+
+    def __next__(self) -> GenerationRequest:
+        return next(self.requests)
+
+    def ready(self) -> bool:
+        return self.pool is None or self.pool.has_room()
+
+
 class _Pipeline:
     """One run's state, and its steps: read the problems into requests, generate (here or
     on the cluster's workers), score, score what earlier runs generated, reconcile."""
@@ -348,7 +367,7 @@ class _Pipeline:
         stop = contextlib.nullcontext() if getattr(self.env.backend, "stops_at_once", False) else self.stop.installed()
         try:
             with stop:
-                for result in self.env.backend.generate(self.requests(), self.env.sampling):
+                for result in self.env.backend.generate(RequestStream(self.requests(), self.pool), self.env.sampling):
                     self.on_result(result)
         finally:
             self.env.backend.close()

@@ -112,6 +112,11 @@ class ScorerPool:
             self._submitted += 1
             self._tasks.put((_Callback(self, on_done), 0, item))
 
+    def has_room(self) -> bool:
+        """Whether `wait_for_room` would return at once."""
+        with self._idle:
+            return self._submitted < self.queue_size
+
     def wait_for_room(self, stop: threading.Event | None = None) -> None:
         """Block while `queue_size` submitted items are waiting or being scored (or until
         `stop` is set, or the pool is closed): call it before starting what will be
