@@ -85,7 +85,8 @@ def sweep_report(record: Path, detail: bool = True) -> tuple[list[str], list[str
     for job in jobs:
         runs.setdefault(job["dir"], []).append(job)
     swept = [key for key in _swept(jobs) if key != "shard.index"]
-    lines = [f"sweep: {len(jobs)} job{'s' * (len(jobs) != 1)}, {len(runs)} run{'s' * (len(runs) != 1)}"
+    jobs_part = f"{len(jobs)} job{'s' * (len(jobs) != 1)}, " if len(jobs) != len(runs) else ""
+    lines = [f"sweep: {jobs_part}{len(runs)} run{'s' * (len(runs) != 1)}"
              f"{' over ' + ', '.join(swept) if swept else ''} | record {record}"]
     kinds = []
     for folder, mine in runs.items():
@@ -259,8 +260,8 @@ def _lock_holder(path: Path) -> dict[str, Any] | None:
 
 def _alive_here(holder: dict[str, Any]) -> bool:
     """Whether `holder` (`pid`, `host`) is a live process of this host."""
-    if holder.get("host") != socket.gethostname() or not holder.get("pid"):
-        return False
+    if holder.get("host") != socket.gethostname() or not holder.get("pid") or int(holder["pid"]) == os.getpid():
+        return False  # another host's (its job's state says more), or this process's own, ended
     try:
         os.kill(int(holder["pid"]), 0)
     except ProcessLookupError:

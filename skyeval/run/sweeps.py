@@ -65,7 +65,9 @@ class SweepRecorder:
     records its jobs itself when it submits them, and its jobs leave the record alone."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        os.environ[RECORD_ENV] = str(new_record(config.hydra.sweep.dir))
+        record = new_record(config.hydra.sweep.dir)
+        append(record, [])  # there from the start: `status sweep=` finds the latest sweep
+        os.environ[RECORD_ENV] = str(record)
 
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
