@@ -193,7 +193,10 @@ class SlurmLauncher(SubmititSlurmLauncher):
                 except ClusterError as err:  # the controller is busy or restarting: ask again
                     log.warning("%s; asking again in %.0f s", err, POLL_S)
                     continue
-                left = [job for job in left if job in states and states[job].live]
+                for job in [job for job in left if job not in states or not states[job].live]:
+                    left.remove(job)
+                    how = states[job].shown if job in states else "squeue lists it no more"
+                    print(f"SLURM job {job} ended ({how}); {len(left)} to go", flush=True)
                 stuck = sorted(job for job in left if states[job].kind == "queued" and states[job].reason in NEVER_RUNS)
                 if stuck and not said.issuperset(stuck):
                     said.update(stuck)

@@ -50,6 +50,11 @@ class JobState:
     def live(self) -> bool:
         return self.kind in ("queued", "running")
 
+    @property
+    def shown(self) -> str:
+        """`STATE` or `STATE, reason`, as a person reads it."""
+        return f"{self.state}, {self.reason}" if self.reason else self.state
+
 
 def _run(command: list[str]) -> str:
     if shutil.which(command[0]) is None:
@@ -70,7 +75,12 @@ def job_states(jobs: list[str]) -> dict[str, JobState]:
     if not jobs:
         return {}
     arrays = sorted({job.split("_")[0] for job in jobs})
-    out = _run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T|%r|%N"])
+    try:
+        out = _run(["squeue", "-h", "-r", "-t", "all", "-j", ",".join(arrays), "-o", "%i|%T|%r|%N"])
+    except ClusterError as err:
+        if "Invalid job id" not in str(err):
+            raise
+        out = ""  # none of them is known any more (squeue fails when it knows none of the ids)
     listed = {}
     for line in out.splitlines():
         parts = line.strip().split("|")

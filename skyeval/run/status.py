@@ -234,7 +234,7 @@ def _why(state: slurm.JobState) -> str:
 
 
 def _ended(state: slurm.JobState) -> str:
-    return f"{state.kind} (SLURM {state.state}{f', {state.reason}' if state.reason else ''})"
+    return f"{state.kind} (SLURM {state.shown})"
 
 
 def _job(job: dict[str, Any] | None, job_id: str | None = None) -> str:
