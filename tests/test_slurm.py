@@ -150,13 +150,15 @@ def test_a_killed_array_job_resumes_only_its_shard_and_merges_to_the_unsharded_r
     try:
         killed = kill_one_shard_mid_way(folder, launcher)
         wait_for_jobs(name)
+        # no accounting daemon here (no sacct): the launcher follows its jobs with squeue, sees
+        # the killed one end, and ends with the run's line and that shard's, exit 2
+        assert launcher.wait(timeout=900) == 2
     finally:
-        # With accounting (sacct) the launcher reports the killed job as failed and exits; the
-        # local cluster has none, so submitit cannot tell a killed job from a running one and
-        # waits: stop it, as a user would.
         if launcher.poll() is None:
             launcher.terminate()
             launcher.wait(timeout=60)
+    said = (tmp_path / "launcher.log").read_text()
+    assert f"shard {killed} of {SHARDS}: killed: its SLURM job ended" in said, said[-3000:]
     before = generated(folder, killed)
     assert states(folder)[killed]["status"] == "running"  # killed: it never wrote a finished state
     assert not (folder / "summary.json").exists()
