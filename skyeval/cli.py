@@ -4,7 +4,7 @@
   generate  +env=NAME [key=value ...]      generate only (score later with `score`)
   score     run_dir=PATH [key=value ...]   re-score a saved run folder, generating nothing
   serve-reward +env=NAME [port=P ...]      serve the env's grader as an RL reward (docs/rl.md)
-  status    run_dir=PATH | sweep=PATH     each shard or job of a run or sweep: queued, running, done, failed
+  status    run_dir=PATH | sweep=PATH     each shard, job or batch of a run or sweep: queued, running, done...
   audit | merge | compare | report         see `skyeval COMMAND --help`
   list                                     the benchmarks, their problem counts, whether their data is local
 
@@ -42,13 +42,14 @@ COMMANDS: dict[str, str] = {
     "report": "skyeval.report.build:main",
     "serve-reward": "skyeval.reward.server:main",
     "list": "skyeval.cli:list_benchmarks",
+    "status": "skyeval.run.status:main",
 }
 RUN_COMMANDS = {"evaluate", "generate", "score"}  # they write a run folder, which a re-run resumes
 USAGE = __doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1]
 EVALUATE_HELP = """usage: skyeval evaluate|generate +env=NAME [key=value ...] [--config FILE.yaml] [-m]
 
   +env=NAME                          benchmark (several with -m: +env=aime24,math500)
-  model_config=reference|openai|vllm|ray
+  model_config=reference|openai|openai_batch|vllm|ray
   model_config.model_source=ID       model id or path
   sampling_params.n=N  sampling_params.temperature=T  sampling_params.max_tokens=M
   template=default|chat_boxed|plain  template.system_prompt_name=NAME  template.system_prompt="text"

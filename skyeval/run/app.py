@@ -186,7 +186,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
             "config": redact(config.to_dict()),
         }
         if stage != "generate":
-            summary["cost"] = run_cost(summary, config.model_config.price)
+            summary["cost"] = run_cost(summary, config.model_config.billed_price)
         if outcome.interrupted and outcome.lost is None and received() is not None:
             summary["stopped_by"] = f"{received().name} (kill, timeout or SLURM's scancel)"
         if shard.active:
@@ -287,7 +287,8 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
     if report["worst_case_cost"] is not None:
-        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
+        basis = " (the Batch API's price)" if report["price"] != config.model_config.price else ""
+        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens{basis}")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     if report["first_prompt"] is not None:

@@ -278,6 +278,9 @@ class _Pipeline:
     # ---- generate and score -----------------------------------------------------------------
     def generate_here(self) -> None:
         """The backend generates in this process; results are written and scored here."""
+        use_state_dir = getattr(self.env.backend, "use_state_dir", None)
+        if use_state_dir is not None:  # openai_batch: its batch ids and files, one folder per shard
+            use_state_dir(self.folder.path / "batches" / (self.shard.name if self.shard.active else "run"))
         try:
             for result in self.env.backend.generate(self.requests(), self.env.sampling):
                 self.on_result(result)

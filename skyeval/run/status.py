@@ -1,4 +1,5 @@
-"""`skyeval status run_dir=PATH | sweep=PATH`: where a run, its shards or a sweep's jobs stand.
+"""`skyeval status run_dir=PATH | sweep=PATH [refresh=true]`: where a run, its shards, its
+batches or a sweep's jobs stand.
 
 Read only: it runs nothing and takes no lock. Each shard or job is one line:
 
@@ -11,6 +12,8 @@ Read only: it runs nothing and takes no lock. Each shard or job is one line:
 When every shard is done, the merged headline (accuracy, interval) comes first. The jobs
 come from the sweep record in the results folder (`skyeval.run.sweeps`), their states
 from SLURM (`skyeval.run.slurm`), the rest from the shard states and the part files.
+Then one line per batch of `model_config=openai_batch` (as last polled; `refresh=true`
+asks the API now).
 
     python -m skyeval.cli status run_dir=outputs/numina_Qwen_QwQ-32B_t0.7_1a2b3c4d
     python -m skyeval.cli status sweep=outputs          # the latest sweep recorded there
@@ -32,8 +35,8 @@ from skyeval.run import slurm, sweeps
 from skyeval.run.logs import headline
 from skyeval.run.merge import FINISHED, shard_states
 
-USAGE = ("usage: skyeval status run_dir=PATH | sweep=PATH: each shard or job of a run folder, or of a sweep "
-         "(its record, or the results folder of its latest one)")
+USAGE = ("usage: skyeval status run_dir=PATH | sweep=PATH [refresh=true]: each shard, job or batch of a run "
+         "folder, or of a sweep (its record, or the results folder of its latest one)")
 LIVE = ("queued", "starting", "running")
 
 
@@ -51,14 +54,18 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     args = dict(a.split("=", 1) for a in argv if "=" in a)
-    if len(args) != 1 or len(argv) != 1 or not set(args) <= {"run_dir", "sweep"}:
-        raise ConfigError(f"status takes run_dir=PATH or sweep=PATH, got {' '.join(argv) or 'nothing'}\n{USAGE}")
+    unknown = sorted(set(args) - {"run_dir", "sweep", "refresh"}) + [a for a in argv if "=" not in a]
+    if unknown or len({"run_dir", "sweep"} & set(args)) != 1:
+        raise ConfigError(f"status takes run_dir=PATH or sweep=PATH [refresh=true], got {' '.join(argv) or 'nothing'}"
+                          f"\n{USAGE}")
+    refresh = args.get("refresh", "false").lower() in ("true", "1", "yes")
     if "run_dir" in args:
         folder = RunFolder(Path(args["run_dir"]).expanduser().absolute())
         if not folder.config.exists():
             raise ConfigError(f"{folder.path} is not a run folder (no config.yaml)")
         jobs = sweeps.jobs_of(folder.path)
-        print("\n".join([f"run folder: {folder.path}", *(line.text for line in report(folder, jobs, _states(jobs)))]))
+        lines = [line.text for line in report(folder, jobs, _states(jobs))]
+        print("\n".join([f"run folder: {folder.path}", *lines, *(f"batch {b}" for b in batch_lines(folder, refresh))]))
     else:
         print("\n".join(sweep_report(_record(Path(args["sweep"]).expanduser()))[0]))
     return 0
@@ -136,8 +143,8 @@ def run_line(folder: RunFolder, summary: dict[str, Any] | None, job: dict[str, A
         return Line(state.kind, f"{_ended(state)} without a summary.json{_job(job)}{_log(job)}")
     if not folder.path.exists():
         return Line("not started", "not started: no run folder yet" + _job(job) + _log(job))
-    return Line("stopped", f"stopped before the end (no summary.json): {progress(folder, '')} saved; "
-                           f"the same command resumes it{_job(job)}{_log(job)}")
+    return Line("stopped", f"no summary.json yet: {progress(folder, '')} saved; the run stopped before the end "
+                           f"(the same command resumes it) or goes on elsewhere{_job(job)}{_log(job)}")
 
 
 def shard_line(folder: RunFolder, index: int, count: int, state: dict[str, Any] | None,
@@ -180,6 +187,23 @@ def shard_line(folder: RunFolder, index: int, count: int, state: dict[str, Any] 
         return Line("failed", f"{name}: ended before its run started (SLURM no longer lists its job)"
                               f"{_job(job)}{_log(job)}")
     return Line("not started", f"{name}: not started")
+
+
+def batch_lines(folder: RunFolder, refresh: bool) -> list[str]:
+    """The run's batches (model_config=openai_batch); `refresh` asks the API with the run's settings."""
+    if not (folder.path / "batches").is_dir():
+        return []
+    from omegaconf import OmegaConf
+
+    from skyeval.backends.openai_batch import OpenAIBatchConfig, status_lines
+    from skyeval.config.schema import RunConfig
+
+    model_config = None
+    if refresh:
+        model_config = RunConfig.of(OmegaConf.to_container(OmegaConf.load(folder.config))).model_config
+        if not isinstance(model_config, OpenAIBatchConfig):
+            model_config = None
+    return status_lines(folder.path, model_config)
 
 
 def progress(folder: RunFolder, prefix: str, started_at: str | None = None) -> str:
