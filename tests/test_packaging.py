@@ -22,7 +22,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_holds_every_module_and_config(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval").rglob("*.py")}
+    modules = {str(p.relative_to(ROOT)) for package in ("skyeval", "hydra_plugins") for p in (ROOT / package).rglob("*.py")}
     configs = {"skyeval/" + str(p.relative_to(ROOT)) for p in (ROOT / "conf").rglob("*.yaml")}
     assert modules - names == set() and configs - names == set()
 

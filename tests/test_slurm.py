@@ -315,6 +315,8 @@ def test_an_array_is_submitted_watched_stopped_resumed_and_merged_as_documented(
     assert shown[1].startswith(f"complete: gsm8k | {LIMIT} samples") and shown[2].startswith("shard 0 of 2: done")
     merged = run(as_run(documented("python -m skyeval.cli merge"), RUN_DIR=str(folder)))
     assert merged.returncode == 0 and f"complete: gsm8k | {LIMIT} samples" in merged.stdout
+    sweep = run(as_run(documented("python -m skyeval.cli status sweep=")))  # the latest sweep in ./outputs
+    assert sweep.returncode == 0 and f"complete: gsm8k | {LIMIT} samples" in sweep.stdout, sweep.stdout + sweep.stderr
 
 
 def test_jobs_the_partition_can_never_run_are_refused_before_submitting(tmp_path, partition):

@@ -151,22 +151,18 @@ class SlurmLauncher(SubmititSlurmLauncher):
         """submitit's array submission (Hydra's launcher, without its wait for results)."""
         import submitit
         from hydra.core.singleton import Singleton
-        from hydra.core.utils import filter_overrides
+        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+        from omegaconf import OmegaConf
 
         assert self.config is not None
         init = {"folder": self.params["submitit_folder"], "slurm_max_num_timeout": self.params.get("max_num_timeout", 0)}
         executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
-        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
-        from omegaconf import OmegaConf
-
         base = set(OmegaConf.structured(BaseQueueConf).keys())
         executor.update_parameters(**{k if k in base else f"{self._EXECUTOR}_{k}": v for k, v in self.params.items()
                                       if k not in ("submitit_folder", "max_num_timeout", *OURS)})
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         params = [(list(overrides), "hydra.sweep.dir", initial_job_idx + i, f"job_id_for_{initial_job_idx + i}",
                    Singleton.get_state()) for i, overrides in enumerate(job_overrides)]
-        for i, overrides in enumerate(job_overrides):
-            log.debug("#%d : %s", initial_job_idx + i, " ".join(filter_overrides(overrides)))
         return executor.map_array(self, *zip(*params))
 
     # ---- after submitting -------------------------------------------------------------------
