@@ -222,8 +222,11 @@ LM_EVAL_FLAGS = {"--limit": "env.limit={}", "--tasks": "+env={}", "--output_path
 
 
 def _refuse_unknown_flags(args: list[str]) -> None:
-    """A flag that is neither Hydra's nor SkyThought's is one line: lm-eval's point to the
-    override that does the same, the others to `key=value`."""
+    """Flags that are neither Hydra's nor SkyThought's are one line naming every one of
+    them: lm-eval's point to the override that does the same, the others to `key=value`."""
+    from skyeval.config.overrides import full_key
+
+    found = []
     for i, arg in enumerate(args):
         flag, eq, inline = arg.partition("=")
         if not flag.startswith("-") or flag in _HYDRA_FLAGS or flag == "--config" or flag.lstrip("-").isdigit():
@@ -231,15 +234,16 @@ def _refuse_unknown_flags(args: list[str]) -> None:
         following = args[i + 1] if i + 1 < len(args) else ""
         value = inline or ("" if following.startswith("-") or "=" in following else following) or "VALUE"
         form = LM_EVAL_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        key = None if form is not None else full_key(flag.lstrip("-").replace("-", "_"))
         if form is not None:
-            raise ConfigError(f"{flag} is lm-eval's flag; here write {form.format(value)} (skyeval evaluate --help)")
-        from skyeval.config.overrides import full_key
-
-        key = full_key(flag.lstrip("-").replace("-", "_"))
-        if key is not None:
-            raise ConfigError(f"{flag} is not a flag here; write {key}={value} (skyeval evaluate --help)")
-        raise ConfigError(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5 "
-                          "(skyeval evaluate --help)")
+            found.append(f"{flag} is lm-eval's flag; here write {form.format(value)}")
+        elif key is not None:
+            found.append(f"{flag} is not a flag here; write {key}={value}")
+        else:
+            found.append(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5")
+    if found:
+        many = f"{len(found)} flags are not skyeval's: " if len(found) > 1 else ""
+        raise ConfigError(f"{many}{'; '.join(found)} (skyeval evaluate --help)")
 
 
 def _env_names() -> list[str]:
@@ -254,12 +258,12 @@ def _checked_env(arg: str) -> str:
     key, sep, value = arg.partition("=")
     if not sep or key.lstrip("+~") != "env" or not value:
         return arg
-    from skyeval.envs.registry import SkyEnvBuilder
+    from skyeval.envs.registry import SkyEnvBuilder, packaged_name
 
     names = [name.strip() for name in value.split(",")]
     for name in names:
         SkyEnvBuilder.config(name)  # UnknownEnvError names the closest match
-    return f"{key}={','.join(name.lower() for name in names)}"
+    return f"{key}={','.join(packaged_name(name) for name in names)}"
 
 
 def list_benchmarks(args: list[str]) -> int:

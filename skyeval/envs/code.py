@@ -312,6 +312,11 @@ class LiveCodeBenchEnv(CodeEnv):
     default_float_rule = "exact"
 
     date_field = "contest_date"
+    row_fields = ("question_id", "question_content", "public_test_cases", "private_test_cases", "contest_date",
+                  "difficulty")
+    local_copy = ("hf download livecodebench/code_generation_lite test.jsonl test2.jsonl test3.jsonl test4.jsonl "
+                  "test5.jsonl --repo-type dataset --local-dir {data_dir}/livecodebench (release_v5: 880 problems "
+                  "with their tests; `hf` comes with huggingface_hub, which datasets installs)")
 
     def __init__(self, difficulty: str = "all", **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -24,7 +24,7 @@ from skyeval.paths import CONF_DIR
 from skyeval.results import KINDS, RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
-from skyeval.run.logs import announce, setup_logging, to_files
+from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
 from skyeval.run.signals import deferred, received
@@ -161,7 +161,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
-                                 vote=getattr(env, "vote", None))
+                                 vote=getattr(env, "vote", None), unit_metrics=env.unit_metrics())
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
                                grading=config.grading)
@@ -243,7 +243,7 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     them. Returns the merged summary then, else the shard's own."""
     path = merge.write_state(folder, shard, summary, outcome.metrics, fingerprint(config), started_at)
     counts = summary["counts"]
-    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
+    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {plural(counts['samples'], 'sample')}, "
             f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
     log.info("%s", line)
     print(line, file=sys.stdout, flush=True)
@@ -280,7 +280,7 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
 
     report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
-    how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    how = report["prompt_tokens_counted_with"] + (", an estimate" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
              f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",

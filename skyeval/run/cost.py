@@ -84,8 +84,8 @@ def prompt_counter(model_config: Any) -> tuple[Callable[[Any], int], str, bool]:
     encoding = _tiktoken_encoding(getattr(model_config, "model_source", None) or "")
     if encoding is not None:
         return (lambda prompt: _chat_tokens(prompt, lambda text: len(encoding.encode(text, disallowed_special=())))), \
-            f"tiktoken {encoding.name} (estimated)", False
-    return (lambda prompt: _chat_tokens(prompt, lambda text: (len(text) + 3) // 4)), "chars/4 (estimated)", False
+            f"tiktoken {encoding.name}", False
+    return (lambda prompt: _chat_tokens(prompt, lambda text: (len(text) + 3) // 4)), "chars/4", False
 
 
 def _chat_tokens(prompt: Any, count: Callable[[str], int]) -> int:

@@ -32,7 +32,7 @@ from typing import Any
 from skyeval.errors import ClusterError, ConfigError
 from skyeval.results import RunFolder, read_json
 from skyeval.run import slurm, sweeps
-from skyeval.run.logs import headline
+from skyeval.run.logs import headline, plural
 from skyeval.run.merge import FINISHED, shard_states
 
 USAGE = ("usage: skyeval status run_dir=PATH | sweep=PATH [refresh=true]: each shard, job or batch of a run "
@@ -161,7 +161,7 @@ def shard_line(folder: RunFolder, index: int, count: int, state: dict[str, Any] 
         return Line(kind, f"{name}: {kind}{_why(queue)}{_job(job)}")
     if status in FINISHED:
         counts = state["counts"]
-        return Line("done", f"{name}: done ({status}): {counts['samples']} samples, {counts['scored']} scored, "
+        return Line("done", f"{name}: done ({status}): {plural(counts['samples'], 'sample')}, {counts['scored']} scored, "
                             f"{counts['failed']} failed in {state.get('duration_s')} s{_job(job, job_id)}")
     if status == "interrupted":
         kind = "cancelled" if queue is not None and queue.kind == "cancelled" else "interrupted"
@@ -212,7 +212,7 @@ def progress(folder: RunFolder, prefix: str, started_at: str | None = None) -> s
     is scored, as in `generate`), with the rate since `started_at`."""
     done = {kind: _lines(folder, kind, prefix) for kind in ("generations", "scores", "failures")}
     finished = done["failures"] + (done["scores"] or done["generations"])
-    text = f"{finished:,} samples ({done['scores']:,} scored, {done['failures']:,} failed)"
+    text = f"{finished:,} sample{'s' * (finished != 1)} ({done['scores']:,} scored, {done['failures']:,} failed)"
     if started_at:
         seconds = (datetime.now(timezone.utc) - datetime.fromisoformat(started_at)).total_seconds()
         text += f" since {started_at}" + (f", {finished / seconds:.1f}/s" if seconds > 0 else "")
