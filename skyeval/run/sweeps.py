@@ -65,9 +65,7 @@ class SweepRecorder:
     records its jobs itself when it submits them, and its jobs leave the record alone."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        record = new_record(config.hydra.sweep.dir)
-        append(record, [])  # there from the start: `status sweep=` finds the latest sweep
-        os.environ[RECORD_ENV] = str(record)
+        os.environ[RECORD_ENV] = str(new_record(config.hydra.sweep.dir))  # written once there are jobs
 
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
