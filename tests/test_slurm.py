@@ -335,3 +335,29 @@ def test_jobs_the_partition_can_never_run_are_refused_before_submitting(tmp_path
     assert f"asks for {8 if not asks else offer.cpus + 1} CPUs" in line and f"offers {offer.cpus} CPUs" in line
     assert f"hydra.launcher.cpus_per_task={offer.cpus}" in line
     assert not (tmp_path / ".submitit").exists() and not (tmp_path / "sweeps").exists()
+
+
+def test_ctrl_c_on_a_waiting_launcher_names_the_jobs_it_leaves_running_or_cancels_them(tmp_path, partition, capsys):
+    """`hydra.launcher.cancel_on_interrupt=false`: Ctrl-C leaves the jobs running and names
+    them (exit 130); the default cancels them and says so. A real SLURM job stands in for
+    the launcher's (the documented test above stops a waiting launcher itself)."""
+    from skyeval.run.launcher import stop_jobs
+
+    submitted = subprocess.run(["sbatch", "--parsable", "-p", partition, "-c", "1", "--mem=100M", "-o", "/dev/null",
+                                "-J", f"skyeval-test-{os.getpid()}", "--wrap", "sleep 600"],
+                               capture_output=True, text=True, timeout=60, check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    record = tmp_path / "sweeps" / "record.jsonl"
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            stop_jobs([job], False, record)
+        said = capsys.readouterr().err
+        assert stopped.value.code == 130 and f"interrupted: SLURM jobs {job} still run" in said, said
+        assert f"status sweep={record}" in said and f"scancel {job}" in said
+        assert live([job]) == [job]
+        with pytest.raises(SystemExit):
+            stop_jobs([job], True, record)
+        assert f"interrupted: cancelled SLURM jobs {job} (scancel)" in capsys.readouterr().err
+        assert not live([job])
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)

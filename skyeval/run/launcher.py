@@ -201,27 +201,29 @@ class SlurmLauncher(SubmititSlurmLauncher):
                           "them; fix the hydra.launcher settings and submit again", file=sys.stderr, flush=True)
                     slurm.cancel(stuck)
         except KeyboardInterrupt:
-            self._stop(left, cancel_on_interrupt, record)
+            stop_jobs(left, cancel_on_interrupt, record)
 
-    def _stop(self, jobs: list[str], cancel: bool, record: Path) -> None:
-        """Ctrl-C (or SIGTERM) on the waiting launcher: cancel its jobs, or name them."""
-        code = 128 + (received() or signal.SIGINT)
-        live = sorted(job for job, state in slurm.job_states(jobs).items() if state.live)
-        if not live:
-            print("interrupted: every job had ended", file=sys.stderr, flush=True)
-            raise SystemExit(code)
-        if not cancel:
-            print(f"interrupted: SLURM jobs {' '.join(live)} still run (hydra.launcher.cancel_on_interrupt=false): "
-                  f"watch them with `python -m skyeval.cli status sweep={record}`, stop them with "
-                  f"`scancel {' '.join(live)}`", file=sys.stderr, flush=True)
-            raise SystemExit(code)
-        slurm.cancel(live)
-        deadline = time.monotonic() + STOP_WAIT_S
-        running = live
-        while running and time.monotonic() < deadline:
-            time.sleep(1.0)
-            running = sorted(job for job, state in slurm.job_states(running).items() if state.live)
-        print(f"interrupted: cancelled SLURM jobs {' '.join(live)} (scancel): each saves what it finished as "
-              "interrupted; the same command resumes them" +
-              (f"; still stopping: {' '.join(running)}" if running else ""), file=sys.stderr, flush=True)
+
+def stop_jobs(jobs: list[str], cancel: bool, record: Path) -> None:
+    """Ctrl-C (or SIGTERM) on a waiting launcher: cancel its live jobs and say so, or (not
+    `cancel`) name them; then exit 128 + the signal."""
+    code = 128 + (received() or signal.SIGINT)
+    live = sorted(job for job, state in slurm.job_states(jobs).items() if state.live)
+    if not live:
+        print("interrupted: every job had ended", file=sys.stderr, flush=True)
         raise SystemExit(code)
+    if not cancel:
+        print(f"interrupted: SLURM jobs {' '.join(live)} still run (hydra.launcher.cancel_on_interrupt=false): "
+              f"watch them with `python -m skyeval.cli status sweep={record}`, stop them with "
+              f"`scancel {' '.join(live)}`", file=sys.stderr, flush=True)
+        raise SystemExit(code)
+    slurm.cancel(live)
+    deadline = time.monotonic() + STOP_WAIT_S
+    running = live
+    while running and time.monotonic() < deadline:
+        time.sleep(1.0)
+        running = sorted(job for job, state in slurm.job_states(running).items() if state.live)
+    print(f"interrupted: cancelled SLURM jobs {' '.join(live)} (scancel): each saves what it finished as "
+          "interrupted; the same command resumes them" +
+          (f"; still stopping: {' '.join(running)}" if running else ""), file=sys.stderr, flush=True)
+    raise SystemExit(code)
