@@ -192,6 +192,12 @@ def test_the_documented_two_node_cluster_with_token_auth_runs_and_survives_a_los
             assert driver.poll() is None, "the run ended before the node was killed:\n" + driver.stderr.read()[-3000:]
             assert time.monotonic() < deadline, f"no scores after {HANG_S:.0f} s"
             time.sleep(0.2)
+        # watch, as documented: the run is running, with what the writers saved so far
+        (folder,) = [p for p in out.iterdir() if p.is_dir()]
+        _, watch = as_run(documented("python -m skyeval.cli status run_dir=").replace("RUN_DIR", str(folder)))
+        shown = subprocess.run(watch, env=env, cwd=REPO, capture_output=True, text=True, timeout=HANG_S).stdout
+        running = re.search(r"^running: ([0-9,]+) samples \(([0-9,]+) scored", shown, re.M)
+        assert running and int(running[2].replace(",", "")) >= KILL_AFTER, shown
         asked = run(f"python -c {shlex.quote(ASK)}")
         placed: dict[str, set[str]] = {}
         for name, node in json.loads(asked.stdout.strip().splitlines()[-1])["actors"]:
@@ -209,7 +215,6 @@ def test_the_documented_two_node_cluster_with_token_auth_runs_and_survives_a_los
         worker.wait()
         stdout, stderr = driver.communicate(timeout=HANG_S)
         assert "progress: generated 0, scored 0, failed 0" in stderr and "waiting for the first results" in stderr
-        (folder,) = [p for p in out.iterdir() if p.is_dir()]
         # every score line written before the kill is still there
         after = {(path.name, line) for path in _worker_parts(out, "scores")
                  for line in path.read_text(encoding="utf-8").splitlines(keepends=True)}
