@@ -30,6 +30,7 @@ from skyeval.metrics.intervals import (
     exact,
     interval,
 )
+from skyeval.metrics import turns
 from skyeval.metrics.specs import MetricSpec, as_specs, parse_metrics
 
 CORRECT = 1.0 - 1e-9  # a sample counts as correct for pass@k when its score reaches 1
@@ -172,6 +173,7 @@ class MetricsAccumulator:
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
         self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
         self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
+        self.turns: Counter = Counter()  # samples of a turn loop (tools, budget forcing): `skyeval.metrics.turns`
         # dated benchmarks: each problem's date (`note_date`) until it is folded, then its
         # accuracy into its month's sums
         self.dates: dict[str, str] = {}
@@ -216,6 +218,7 @@ class MetricsAccumulator:
         self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
         if record.get("graded_by") is not None:
             self.graded_by[str(record["graded_by"])] += 1
+        self.turns.update(turns.counts(record))
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
@@ -354,6 +357,7 @@ class MetricsAccumulator:
         self.grading.update(other.grading)
         self.passed_by_tolerance += other.passed_by_tolerance
         self.graded_by.update(other.graded_by)
+        self.turns.update(other.turns)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -389,6 +393,7 @@ class MetricsAccumulator:
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
             "graded_by": dict(self.graded_by),
+            "turns": dict(self.turns),
             "by_month": {month: m.to_state() for month, m in sorted(self.by_month.items())},
             "dates": dict(self.dates),
             **({"units": dict(self.units), "unit_sums": {k: [encode(v[0]), v[1], v[2]] for k, v in self.unit_sums.items()}}
@@ -418,6 +423,7 @@ class MetricsAccumulator:
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
         acc.graded_by = Counter(state.get("graded_by") or {})
+        acc.turns = Counter(state.get("turns") or {})
         acc.by_month = {month: Moments.from_state(m) for month, m in (state.get("by_month") or {}).items()}
         acc.dates = dict(state.get("dates") or {})
         acc.units = dict(state.get("units") or {})
@@ -434,6 +440,10 @@ class MetricsAccumulator:
             return {}
         return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total},
                 "passed_by_tolerance": self.passed_by_tolerance}
+
+    def tools_summary(self) -> dict[str, Any]:
+        """summary.json `tools` counts over the scored samples (`skyeval.metrics.turns`)."""
+        return turns.summary(self.turns)
 
     # -- output ------------------------------------------------------------------------------
     def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:
