@@ -21,12 +21,13 @@ from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
-from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
+from skyeval.results import KINDS, RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
 from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
+from skyeval.run.signals import deferred, received
 
 log = logging.getLogger("skyeval")
 
@@ -46,7 +47,7 @@ def main(cfg: DictConfig) -> str | None:
             summary = execute(RunConfig.of(cfg), run_dir, sweep=hydra.mode == RunMode.MULTIRUN)
     finally:
         _remove_if_unused(run_dir)
-    return summary.get("run_dir")  # the run folder, for the sweep's record (cli.SweepRecorder)
+    return summary.get("run_dir")  # the job's return value in a sweep (skyeval.run.sweeps)
 
 
 def _remove_if_unused(run_dir: Path) -> None:
@@ -124,6 +125,21 @@ def execute(config: RunConfig, run_dir: str | Path | None = None, sweep: bool = 
         env.close()
 
 
+def run_folder(config: RunConfig, run_dir: str | Path | None = None, sweep: bool = False) -> RunFolder:
+    """The folder `execute` runs `config` in: `run_dir` (default `logging.results_dir/
+    experiment_name`, its digest that of the run's fingerprint, so the data is read for its
+    identity), or the earlier folder of the same config an older skyeval named differently.
+    The SLURM launcher asks it before submitting."""
+    run_dir = Path(run_dir if run_dir is not None else Path(config.logging.results_dir) / config.logging.experiment_name)
+    import_modules(config.imports)
+    env = build_env(config)
+    try:
+        identity = fingerprint(config, _data_identity(config, env, run_dir))
+    finally:
+        env.close()
+    return resume.run_folder(identity, identity.folder(run_dir, sweep).expanduser().absolute())
+
+
 def _prepare(config: RunConfig, env: Env) -> None:
     """Attach the backend (its key and endpoint are checked as it is built; a vLLM engine
     starts later, on the first request) and check that a tracker asked for is installed."""
@@ -170,38 +186,41 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
         if shard.active:
             merge.mark_failed(folder, shard, err)
         raise
-    summary = {
-        "env": env.name,
-        "model": env.model_source,
-        "stage": stage,
-        **outcome.summary(stage),
-        "run_dir": str(folder.path),
-        "selection": {"limit": env.limit, "n": env.sampling.n,
-                      **({"summary": str((smaller / "summary.json").relative_to(folder.path))} if smaller else {})},
-        "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
-        "scoring": {**scoring, **metrics.grading_summary()},
-        **({"grading": outcome.grading} if outcome.grading is not None else {}),
-        "template": template,
-        **tools_summary(config, env.backend, metrics),
-        **env.describe_window(),
-        "duration_s": round(time.monotonic() - start, 2),
-        **redact(describe_run()),
-        "config": redact(config.to_dict()),
-    }
-    if stage != "generate":
-        summary["cost"] = run_cost(summary, config.model_config.billed_price)
-    if shard.active:
-        summary = _finish_shard(folder, shard, summary, outcome, identity, started_at)
-    else:
-        summary_dir = smaller or folder.path
-        summary_dir.mkdir(parents=True, exist_ok=True)
-        write_json(summary_dir / "summary.json", summary)
-        merge.forget_shards(folder)
-        trackers.log_run(summary, summary_dir, config)
-        announce(summary, folder)
+    with deferred():  # summary.json or the shard's state is written whatever signal comes meanwhile
+        summary = {
+            "env": env.name,
+            "model": env.model_source,
+            "stage": stage,
+            **outcome.summary(stage),
+            "run_dir": str(folder.path),
+            "selection": {"limit": env.limit, "n": env.sampling.n,
+                          **({"summary": str((smaller / "summary.json").relative_to(folder.path))} if smaller else {})},
+            "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
+            "scoring": {**scoring, **metrics.grading_summary()},
+            **({"grading": outcome.grading} if outcome.grading is not None else {}),
+            "template": template,
+            **tools_summary(config, env.backend, metrics),
+            **env.describe_window(),
+            "duration_s": round(time.monotonic() - start, 2),
+            **redact(describe_run()),
+            "config": redact(config.to_dict()),
+        }
+        if stage != "generate":
+            summary["cost"] = run_cost(summary, config.model_config.billed_price)
+        if outcome.interrupted and outcome.lost is None and received() is not None:
+            summary["stopped_by"] = f"{received().name} (kill, timeout or SLURM's scancel)"
+        if shard.active:
+            summary = _finish_shard(folder, shard, summary, outcome, identity, started_at)
+        else:
+            summary_dir = smaller or folder.path
+            summary_dir.mkdir(parents=True, exist_ok=True)
+            write_json(summary_dir / "summary.json", summary)
+            merge.forget_shards(folder)
+            trackers.log_run(summary, summary_dir, config)
+            announce(summary, folder)
     if outcome.lost is not None:
         raise outcome.lost
-    if outcome.interrupted:
+    if outcome.interrupted or received() is not None:
         raise KeyboardInterrupt
     return summary
 
@@ -293,6 +312,9 @@ def _claim(folder: RunFolder, config: RunConfig, identity: Fingerprint,
     with folder.waiting_lock("claim"):
         resumed = folder.claim(identity.values, overwrite=config.overwrite, same=identity.matches)
         folder.config.write_text(text, encoding="utf-8")
+        # the folder exists as soon as any shard started: this shard resumes only work of its own
+        resumed = resumed and any(next(folder.dir(kind).glob(f"{config.shard.prefix}*part-*.jsonl"), None)
+                                  for kind in KINDS)
         return resumed, merge.mark_running(folder, config.shard, identity.values)
 
 
