@@ -96,3 +96,18 @@ def test_sweep_points_with_a_name_of_their_own_get_folders_of_their_own(tmp_path
     run_cli("evaluate", "+env=gsm8k", "env.limit=2", f"data_dir={tmp_path / 'a'}", "logging.experiment_name=fixed",
             f"logging.results_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert (tmp_path / "out" / "fixed" / "summary.json").exists()
+
+
+def test_the_launchers_folder_is_the_one_the_run_writes(tmp_path, data_dir):
+    """The SLURM launcher names each job's folder before submitting (`app.run_folder`): the
+    same fingerprint, data identity included, as the run's own."""
+    from skyeval.config.compose import compose
+    from skyeval.run.app import execute, run_folder
+
+    data = _copy(data_dir, tmp_path / "a")
+    for name, sweep in (("gsm8k_{fingerprint}", False), ("fixed", True)):
+        config = compose("+env=gsm8k", "env.limit=2", f"data_dir={data}")
+        run_dir = tmp_path / "out" / name
+        named = run_folder(config, run_dir, sweep=sweep).path
+        assert re.fullmatch(r"(gsm8k|fixed)_[0-9a-f]{8}", named.name) and not named.exists()
+        assert execute(config, run_dir, sweep=sweep)["run_dir"] == str(named)
