@@ -140,6 +140,9 @@ def test_fallback_grades(generation, gold, right):
         (r"e^{2}", r"\mathrm{e}^2", True),
         (r"\left\lfloor \frac{n}{2} \right\rfloor", r"\lfloor\sqrt{n-1}\rfloor", False),
         ("a = -2, b = -2", "-2,-2", True),
+        # a function written without its backslash (golds such as college_math's `ln2`, plain-text answers)
+        (r"\ln 2", "ln2", True), (r"\ln 3", "ln2", False), ("0.693", "ln2", False), ("ln(2)", r"\ln 2", True),
+        ("2sqrt(2)", r"2\sqrt{2}", True), ("1+sqrt(57)/4", r"\frac{1+\sqrt{57}}{4}", False),
     ],
 )
 def test_equivalence(answer, gold, right):

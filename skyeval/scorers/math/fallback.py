@@ -135,7 +135,7 @@ _TEXT_GROUP = re.compile(r"\\(?:text|textrm|textit|textbf|mathrm|mathbf|mbox|ope
 # a word: 3+ letters (two letters in maths are mostly a product, `at`, `xy`), or a short word of prose
 _WORD = re.compile(r"[A-Za-z]{3,}|\b(?:is|of|be|we|so|it|by)\b")
 MATH_WORDS = frozenset(  # functions, and the connectors of alternatives and ranges (rule hedge reads those)
-    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log exp lim max min gcd lcm det mod "
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln sqrt exp lim max min gcd lcm det mod "
     "and either between from pi infty deg".split()
 )
 _ENVIRONMENT_NAME = re.compile(r"\\(?:begin|end)\s*\{\w+\*?\}")

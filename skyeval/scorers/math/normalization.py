@@ -73,13 +73,19 @@ _COMPUTED = re.compile(r"^(?=[^=]*\d)(?:[\d.,\s+\-*/×()^]|(?<=\s)x(?=\s)|\\(?:t
 _ONE_CHAR_GROUP = re.compile(r"([_^])\{\s*(\w)\s*\}")
 _UPRIGHT_CONSTANT = re.compile(r"\\(?:mathrm|text|operatorname)\s*\{\s*([ei])\s*\}")
 _BOLD = re.compile(r"^\*\*(.+)\*\*$")
+# a function written without its backslash, before a number or a parenthesis: `ln2`, `log(3)`, `sqrt(57)`
+_PLAIN_FUNCTION = re.compile(r"(?<![\\A-Za-z])(ln|log|exp|sin|cos|tan)(?=\s*[\d(])")
+_PLAIN_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*(?:\(([^()]*)\)|(\d+))")
 
 
 def _canonical_latex(text: str) -> str:
     """Rule `latex-forms`: `E_{1}` -> `E_1`, `x^{2}` -> `x^2`, `\\mathrm{e}` -> `e` (Euler's
-    number), `\\tfrac`/`\\dfrac` -> `\\frac`, `\\left(`/`\\right)` -> `(`/`)`, `**194**` -> `194`."""
+    number), `\\tfrac`/`\\dfrac` -> `\\frac`, `\\left(`/`\\right)` -> `(`/`)`, `**194**` -> `194`,
+    a function without its backslash (`ln2`, `sqrt(57)`) -> `\\ln 2`, `\\sqrt{57}`."""
     if bold := _BOLD.match(text):
         text = bold.group(1).strip()
+    text = _PLAIN_FUNCTION.sub(r"\\\1 ", text)
+    text = _PLAIN_SQRT.sub(lambda m: "\\sqrt{" + (m.group(1) if m.group(1) is not None else m.group(2)) + "}", text)
     text = _ONE_CHAR_GROUP.sub(r"\1\2", text)
     text = _UPRIGHT_CONSTANT.sub(r"\1", text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
