@@ -21,7 +21,7 @@ or a JSONL/Parquet file; they write DIR/kept.<format>, the dropped rows and repo
 Then `sft RUN_DIR --exclude DIR/removed.jsonl` leaves the contaminated samples out.
 
 Output: RUN_DIR/curated/<command>.jsonl unless --out is given; --format parquet for parquet.
-`--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
+`--model NAME` is a file of conf/model_config (reference, openai, openai_batch, vllm, ray) and each
 `--set key=value` overrides one of its fields, e.g. `--set api_url=http://127.0.0.1:8000/v1`.
 See docs/curation.md.
 """
@@ -115,7 +115,7 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
     kept = [r for r in rows if passes(r)]
     log.record("correct+readable", len(rows), len(kept))
     env = load_env(args.run_dir)
-    result = rewrite(kept, _model_config(args), env.score_item, sampling=_sampling(args),
+    result = rewrite(kept, _model_config(args, out), env.score_item, sampling=_sampling(args),
                      scaling=ScalingConfig(concurrency=args.concurrency))
     log.record("rewrite still correct", len(kept), len(result.kept),
                incorrect=len(result.incorrect), failed=len(result.failed))
@@ -129,7 +129,7 @@ def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Pa
     """One 1-10 label per problem of the run; unparsable replies go to *.failures.*."""
     problems = list({r["id"]: {"id": r["id"], "question": r["question"], "expected": r["expected"]}
                      for r in rows}.values())
-    result = label_difficulty(problems, _model_config(args), sampling=_sampling(args),
+    result = label_difficulty(problems, _model_config(args, out), sampling=_sampling(args),
                               scaling=ScalingConfig(concurrency=args.concurrency))
     log.record("labeled", len(problems), len(result.labeled), failures=len(result.failures))
     _save_apart(result.failures, out, "failures", args.format)
@@ -223,7 +223,7 @@ def _fields(args: argparse.Namespace) -> list[str] | None:
     return [f for f in args.fields.split(",") if f] if args.fields else None
 
 
-SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "keep")
+SFT_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "transcript", "keep")
 PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage", "keep")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
@@ -293,12 +293,16 @@ def _reasoning_format(args: argparse.Namespace) -> ReasoningFormat:
         sys.exit(f"curate: {err}")
 
 
-def _model_config(args: argparse.Namespace) -> Any:
-    """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group)."""
+def _model_config(args: argparse.Namespace, out: Path | None = None) -> Any:
+    """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group).
+    `openai_batch` keeps its batches beside `out` (`OUT.batches/`): the same command picks them up."""
     try:
-        return compose_model_config(args.model, args.set)
+        config = compose_model_config(args.model, args.set)
     except SkyevalError as err:
         sys.exit(f"curate: {err}")
+    if out is not None and getattr(config, "state_dir", "") is None:
+        config.state_dir = str(out.with_name(f"{out.stem}.batches"))
+    return config
 
 
 def _sampling(args: argparse.Namespace) -> SamplingParams:
@@ -340,7 +344,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "best-of-n":
             cmd.add_argument("--ks", default="1", help="comma-separated k of pass@k, e.g. 1,4")
         if name in ("rewrite", "difficulty"):
-            cmd.add_argument("--model", required=True, help="a conf/model_config name: openai, vllm, ray, reference")
+            cmd.add_argument("--model", required=True, help="a conf/model_config name: openai, openai_batch, vllm, ray, reference")
             cmd.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="model config field")
             cmd.add_argument("--temperature", type=float, default=0.0)
             cmd.add_argument("--max-tokens", type=int, default=4096)

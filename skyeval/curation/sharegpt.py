@@ -2,7 +2,8 @@
 
 Roles map system -> "system", user -> "human", assistant -> "gpt". A plain-text prompt
 becomes one "human" turn. The response is the final "gpt" turn; an assistant prefill at
-the end of the prompt is joined with the generation that continued it.
+the end of the prompt is joined with the generation that continued it. A sample that
+called tools keeps its turns, tool outputs as "observation" turns (`sharegpt_row`).
 
 The response keeps the model's reasoning (`ReasoningFormat`, docs/curation.md):
 
@@ -24,6 +25,7 @@ from typing import Any
 from skyeval.reasoning import DEFAULT_THINK_TAGS, check_tags, prompt_opens_block, split
 
 ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
+TOOL_ROLE = "observation"  # a tool's output (a `tool` message), as LLaMA-Factory's ShareGPT names it
 REASONING_MODES = ("think", "sky_t1", "drop")
 SKY_T1_THOUGHT = ("<|begin_of_thought|>", "<|end_of_thought|>")
 SKY_T1_SOLUTION = ("<|begin_of_solution|>", "<|end_of_solution|>")
@@ -92,6 +94,18 @@ def to_sharegpt(prompt: str | list[dict[str, str]], response: str) -> dict[str, 
 
 def sharegpt_row(row: dict[str, Any], fmt: ReasoningFormat = ReasoningFormat()) -> dict[str, Any]:
     """A scored sample as a ShareGPT row (reasoning kept as `fmt` says), keeping `id` and
-    `sample_idx` for traceability."""
-    prompt, response = prompt_and_response(row["prompt"], row, fmt)
-    return {"id": row["id"], "sample_idx": row["sample_idx"], **to_sharegpt(prompt, response)}
+    `sample_idx` for traceability.
+
+    A sample that called tools (its `transcript` holds tool turns: `tools=python`,
+    docs/tools.md) keeps its turns: each reply a "gpt" turn, each tool output (as the model
+    was shown it) an "observation" turn (a `tool` message), the prompt's assistant prefill
+    joined to the first reply. Its replies are kept as the model wrote them, think tags
+    included, whatever `fmt` says."""
+    turns = row.get("transcript") or []
+    if not any(turn.get("role") == "tool" for turn in turns):
+        prompt, response = prompt_and_response(row["prompt"], row, fmt)
+        return {"id": row["id"], "sample_idx": row["sample_idx"], **to_sharegpt(prompt, response)}
+    conversation = to_sharegpt(row["prompt"], turns[0]["content"])["conversations"]
+    conversation += [{"from": TOOL_ROLE if turn["role"] == "tool" else ROLES["assistant"], "value": turn["content"]}
+                     for turn in turns[1:]]
+    return {"id": row["id"], "sample_idx": row["sample_idx"], "conversations": conversation}

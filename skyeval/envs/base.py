@@ -22,8 +22,9 @@ from skyeval.backends.base import (
 )
 from skyeval.envs.data import RowSource
 from skyeval.envs.dates import DateWindow, problem_date
-from skyeval.errors import ConfigError, GoldError
+from skyeval.errors import ConfigError, DataNotFoundError, GoldError
 from skyeval.templates import Template
+from skyeval.tools import ToolsConfig, TurnLoop, needs_loop
 
 if TYPE_CHECKING:
     import pyarrow
@@ -45,6 +46,10 @@ class Env:
     # `YYYY-MM-DD`): `start_date`/`end_date` then keep a window of them, and metrics report
     # accuracy by month. None: the benchmark has no dates.
     date_field: str | None = None
+    # When the local copy is missing: the raw row fields `to_problem` needs (named if the
+    # env's folder holds rows without them) and the command that makes the copy.
+    row_fields: tuple[str, ...] = ()
+    local_copy: str | None = None
 
     def __init__(
         self,
@@ -84,7 +89,28 @@ class Env:
         """Raw rows, one at a time: from the local mirror when a data dir is set, else from
         the hub (memory-mapped by `datasets`). Missing files raise at once; rows are read
         as they are consumed (JSONL line by line, parquet by batches, CSV row by row)."""
-        return RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset).rows()
+        return self.row_source().rows()
+
+    def row_source(self) -> RowSource:
+        """Where the rows come from. A missing local copy is a DataNotFoundError saying what
+        the data dir holds for this env instead, what its rows lack, and how to get the copy."""
+        from skyeval.envs.data import resolve_data_dir, what_is_there
+
+        try:
+            return RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
+        except DataNotFoundError as err:
+            root = resolve_data_dir(self.data_dir)
+            if root is None or not (self.local_copy or self.row_fields):
+                raise
+            wanted = [self.local_files] if isinstance(self.local_files, str) else list(self.local_files or [])
+            missing = [pattern for pattern in wanted if not any(root.glob(pattern))]
+            message = (f"env {self.name!r} reads {', '.join(wanted)} under {root}; "
+                       f"missing: {', '.join(missing) if len(missing) < len(wanted) else 'all of them'}. "
+                       if missing else f"{err}. ")
+            message += what_is_there(root / self.name, self.row_fields) + "."
+            if self.local_copy:
+                message += f" Get them with: {self.local_copy.format(data_dir=root)}"
+            raise DataNotFoundError(message) from None
 
     @property
     def own_layout(self) -> bool:
@@ -99,8 +125,7 @@ class Env:
         from skyeval.envs.data import check_lines, resolve_data_dir
 
         if not self.own_layout and self.local_files and resolve_data_dir(self.data_dir) is not None:
-            source = RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
-            check_lines(source.paths or [])
+            check_lines(self.row_source().paths or [])
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""
@@ -202,22 +227,37 @@ class Env:
         scaling_config: ScalingConfig | None = None,
         template: Template | str | list | dict | None = None,
         sampling_params: SamplingParams | dict | None = None,
+        tools: ToolsConfig | dict | None = None,
     ) -> "Env":
         """Attach a backend (built from a model config such as `HTTPConfig`) and options.
 
         `template` is a string (a completion prompt), a list of chat messages, a dict of
-        Template fields or a `Template`; None keeps the current one. Calling `setup` again
-        closes the backend it replaces."""
+        Template fields or a `Template`; None keeps the current one. `tools` (a
+        `ToolsConfig` or its fields, e.g. `{"name": "python"}`) gives the model a tool;
+        with a tool or budget forcing (`sampling_params.min_thinking_tokens`) the backend
+        is wrapped in a `skyeval.tools.TurnLoop`. Calling `setup` again closes the backend
+        it replaces."""
         if template is not None:
             self.template = Template.of(template).merged_over(self.default_template)
         if isinstance(sampling_params, dict):
             sampling_params = SamplingParams(**sampling_params)
         self.sampling = sampling_params or self.sampling
+        if tools is not None:
+            self.tools = tools if isinstance(tools, ToolsConfig) else ToolsConfig(**tools)
         self.close()
         self.model_config, self.scaling_config = model_config, scaling_config or ScalingConfig()
         self.model_source = getattr(model_config, "model_source", None)
-        self.backend = model_config.build(self.scaling_config)
+        self.backend = self.build_backend(model_config, self.scaling_config)
         return self
+
+    def build_backend(self, model_config: Any, scaling_config: ScalingConfig | None = None) -> Any:
+        """The backend of `model_config`, in a turn loop when this env's tools or sampling
+        need one."""
+        backend = model_config.build(scaling_config)
+        tools = getattr(self, "tools", None) or ToolsConfig()
+        if needs_loop(tools, self.sampling):
+            return TurnLoop(backend, tools, getattr(model_config, "think_tags", None))
+        return backend
 
     def close(self) -> None:
         """Stop what the backend started (the HTTP client's loop thread, a vLLM engine).
@@ -339,6 +379,16 @@ class Env:
         (summary.json reports each one's mean); [] for a single scorer (`score` only)."""
         names = list(self.scoring_functions())
         return names if len(names) > 1 else []
+
+    def unit_metrics(self) -> dict[str, str]:
+        """Metrics over units smaller than a sample, for summary.json (IFEval: its
+        instructions): metric name -> the score column counting the units a sample passed.
+        `units(problem)` says how many units a sample of the problem has. {} for none."""
+        return {}
+
+    def units(self, problem: dict[str, Any]) -> dict[str, int]:
+        """How many units of each of `unit_metrics` a sample of this problem has."""
+        return {}
 
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """Score one sample: `item` has `generation` and `expected`; returns at least

@@ -24,7 +24,7 @@ from skyeval.paths import CONF_DIR
 from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
-from skyeval.run.logs import announce, setup_logging, to_files
+from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
 
@@ -124,7 +124,7 @@ def _prepare(config: RunConfig, env: Env) -> None:
     else:
         check_model(config.model_config)
         env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
-                  sampling_params=config.sampling_params)
+                  sampling_params=config.sampling_params, tools=config.tools)
     trackers.check(config)  # a tracker asked for but not installed fails before any work
 
 
@@ -153,7 +153,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
-                                 vote=getattr(env, "vote", None))
+                                 vote=getattr(env, "vote", None), unit_metrics=env.unit_metrics())
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
                                grading=config.grading)
@@ -171,13 +171,14 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "scoring": {**scoring, **metrics.grading_summary()},
         **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
+        **tools_summary(config, env.backend, metrics),
         **env.describe_window(),
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
         "config": redact(config.to_dict()),
     }
     if stage != "generate":
-        summary["cost"] = run_cost(summary, config.model_config.price)
+        summary["cost"] = run_cost(summary, config.model_config.billed_price)
     if shard.active:
         summary = _finish_shard(folder, shard, summary, outcome, config, started_at)
     else:
@@ -192,6 +193,20 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     return summary
 
 
+def tools_summary(config: RunConfig, backend: Any, metrics: Any) -> dict[str, Any]:
+    """summary.json `tools` when samples go through a turn loop (a tool, or budget forcing):
+    the settings and counts over the selection's scored samples (for `generate`, over the
+    samples this run generated)."""
+    from skyeval.tools import TurnLoop, needs_loop
+
+    if not needs_loop(config.tools, config.sampling_params):
+        return {}
+    section = backend.summary() if isinstance(backend, TurnLoop) else config.tools.settings()
+    if config.stage != "generate":
+        section.update(metrics.tools_summary())
+    return {"tools": section}
+
+
 def _judgeable(env: Env) -> bool:
     """Whether a judge can grade this env's answers (math envs: an answer against a gold)."""
     from skyeval.envs.math import MathEnv
@@ -200,10 +215,12 @@ def _judgeable(env: Env) -> bool:
 
 
 def _scores_on_workers(config: RunConfig) -> bool:
-    """Whether the model config's backend scores on a cluster's workers (ray)."""
+    """Whether the model config's backend scores on a cluster's workers (ray, unless a turn
+    loop reads every reply on the driver)."""
     from skyeval.backends.ray import RayConfig
+    from skyeval.tools import needs_loop
 
-    return isinstance(config.model_config, RayConfig)
+    return isinstance(config.model_config, RayConfig) and not needs_loop(config.tools, config.sampling_params)
 
 
 def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:
@@ -229,7 +246,7 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     them. Returns the merged summary then, else the shard's own."""
     path = merge.write_state(folder, shard, summary, outcome.metrics, fingerprint(config), started_at)
     counts = summary["counts"]
-    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
+    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {plural(counts['samples'], 'sample')}, "
             f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
     log.info("%s", line)
     print(line, file=sys.stdout, flush=True)
@@ -266,14 +283,15 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         return sum(not earlier.done((pid, i), config.stage, config.retry_failures, made) for i in range(sampling.n))
 
     report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted)
-    how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    how = report["prompt_tokens_counted_with"] + (", an estimate" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
              f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
     if report["worst_case_cost"] is not None:
-        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
+        basis = " (the Batch API's price)" if report["price"] != config.model_config.price else ""
+        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens{basis}")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     if report["first_prompt"] is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skyeval.errors import ConfigError, RunFolderError
-from skyeval.metrics import MetricsAccumulator
+from skyeval.metrics import MetricsAccumulator, turns
 from skyeval.metrics.accumulator import MetricsStateError
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import trackers
@@ -207,10 +207,18 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
                              "counts": s["counts"]} for s in states]},
         "config": config,
     })
-    if base["stage"] != "generate":
-        summary["cost"] = run_cost(summary, config["model_config"].get("price"))
+    if "batches" in (base.get("backend") or {}):  # openai_batch: every shard's batches
+        from skyeval.backends.openai_batch import merged_describe
+
+        summary["backend"] = merged_describe([s["backend"] for s in states])
+    if base["stage"] != "generate":  # at the price the shards billed (a batch API's discount applied)
+        billed = next((s["cost"]["price"] for s in states if s.get("cost")), config["model_config"].get("price"))
+        summary["cost"] = run_cost(summary, billed)
     if any(s.get("grading") for s in states):
         summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
+    if base.get("tools"):  # a turn loop's counts: the merged metrics', or for generate the shards' added
+        summary["tools"] = {**base["tools"], **(metrics.tools_summary() if base["stage"] != "generate" else
+                                                turns.added([s["tools"] for s in states if s.get("tools")]))}
     return summary
 
 

@@ -10,6 +10,10 @@ Endpoints (non-streaming JSON only):
 - ``answer_table``: ``{substring: answer}``; a prompt containing a substring is answered
   with its answer, taken literally (the first match, in table order); others with
   ``answer_template``. A scripted judge, or a model with known right and wrong answers.
+- ``responder``: a function of the request body returning the answer text (in-process
+  servers only): a scripted model that reads the whole conversation (tests/tools).
+- ``stop`` is honoured as vLLM does: an answer is cut before the first stop string it
+  holds, with ``finish_reason: "stop"``.
 - ``GET /admin/stats``: ``{"requests", "in_flight", "max_in_flight"}``.
 - ``POST /admin/config``: JSON of settings to change (any ``Settings`` field; ``faults`` as
   a list of ``Fault`` dicts). ``POST /admin/heal``: set ``fail_fraction`` to 0.
@@ -103,6 +107,7 @@ class Settings:
     reasoning_template: str | None = None
     hidden_reasoning_tokens: int = 0
     finish_reason: str = "stop"
+    responder: Any = None  # body -> answer text (a Python function: in-process servers only)
 
 
 class FaultServer:
@@ -255,14 +260,20 @@ class FaultServer:
         n = 1 if self.settings.ignore_n else int(body.get("n") or 1)
         values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"))
         scripted = next((answer for key, answer in self.settings.answer_table.items() if key in text), None)
+        if self.settings.responder is not None:
+            scripted = self.settings.responder(body)
         answers = [scripted if scripted is not None else self.settings.answer_template.format(index=i, **values)
                    for i in range(n)]
         template = self.settings.reasoning_template if chat else None
         thoughts = [template.format(index=i, **values) if template else "" for i in range(n)]
         budget = body.get("max_completion_tokens", body.get("max_tokens"))
         finish = [self.settings.finish_reason] * n
+        stops = [body["stop"]] if isinstance(body.get("stop"), str) else list(body.get("stop") or [])
         for i, answer in enumerate(answers):
-            words = answer.split()
+            cuts = [answer.find(stop) for stop in stops if stop in answer]
+            if cuts:
+                answers[i], finish[i] = answer[:min(cuts)], "stop"
+            words = answers[i].split()
             if budget is not None and len(words) > budget:
                 answers[i], finish[i] = " ".join(words[:budget]), "length"
         choices = []
