@@ -143,6 +143,10 @@ def test_fallback_grades(generation, gold, right):
         # a function written without its backslash (golds such as college_math's `ln2`, plain-text answers)
         (r"\ln 2", "ln2", True), (r"\ln 3", "ln2", False), ("0.693", "ln2", False), ("ln(2)", r"\ln 2", True),
         ("2sqrt(2)", r"2\sqrt{2}", True), ("1+sqrt(57)/4", r"\frac{1+\sqrt{57}}{4}", False),
+        # an equation to solve is no value (college_math cross-wired rows); a definition is
+        ("x^{2}-2 x+10=0", "0", False), ("f(0) = 3", "3", True), ("x = 5", "5", True),
+        ("19x - 4x + 1 - 81 = 15x - 80", "15x-80", True), (r"\lim_{x \to 0} x^2 = 0", "0", True),  # computations
+        (r"\left|\begin{array}{rr}1 & 2 \\ 3 & 4\end{array}\right|=-2", r"\left|\begin{array}{rr}2 & 1 \\ 3 & 4\end{array}\right|=5", False),
     ],
 )
 def test_equivalence(answer, gold, right):

@@ -141,6 +141,13 @@ def _proved_different(gold, prediction) -> bool:
     import sympy
 
     try:
+        if isinstance(gold, sympy.Eq) != isinstance(prediction, sympy.Eq):
+            equation = gold if isinstance(gold, sympy.Eq) else prediction
+            if _to_solve(equation):
+                return True  # rule defining-equation: `x^2-2x+10=0` is an equation to solve, not the value 0
+        elif isinstance(gold, sympy.Eq) and not (gold.free_symbols or prediction.free_symbols):
+            if gold.rhs.is_number and prediction.rhs.is_number and gold.rhs != prediction.rhs:
+                return True  # two statements of values: `|A| = -6` is not `|B| = -32`
         if isinstance(prediction, sympy.Eq) and not isinstance(gold, sympy.Eq) and isinstance(prediction.lhs, sympy.Symbol):
             prediction = prediction.rhs  # `L = ...` against a value: its right side
         equations = isinstance(gold, sympy.Eq) and isinstance(prediction, sympy.Eq)
@@ -166,6 +173,41 @@ def _proved_different(gold, prediction) -> bool:
                                       answer_names) is False for r in renamings)
     except (TypeError, ValueError, AttributeError, ArithmeticError, RecursionError):
         return False
+
+
+def _names_a_value(lhs) -> bool:
+    """The left side of a definition: a name (`x`, `a_1`, `\\mathbf{y}`) or a function at its
+    arguments (`f(t)`, `v(0)`), not an expression (`x^2 - 2x + 10`, `2x`)."""
+    import sympy
+
+    if isinstance(lhs, sympy.Symbol):
+        return True
+    return isinstance(lhs, sympy.core.function.AppliedUndef) and all(
+        isinstance(a, sympy.Symbol) or a.is_number for a in lhs.args)
+
+
+def _to_solve(equation) -> bool:
+    """An equation to solve: a polynomial of degree 2 or more set to 0 (`x^2 - 2x + 10 = 0`), not
+    a definition (`f(t) = ...`), the value of an expression asked for (`2x + 3 = 8`, `a + b = 0`)
+    or a computation (`19x - 4x - 80 = 15x - 80`)."""
+    import sympy
+
+    if equation.rhs != 0 or _names_a_value(equation.lhs) or not equation.lhs.free_symbols:
+        return False
+    try:
+        degree = sympy.Poly(equation.lhs, *sorted(equation.lhs.free_symbols, key=str)).total_degree()
+    except sympy.PolynomialError:
+        return False
+    return degree >= 2 and not _identity_holds(equation)
+
+
+def _identity_holds(equation) -> bool:
+    """Whether both sides are equal wherever evaluated (a computation, `19x - 4x - 80 = 15x - 80`,
+    `\\lim_{x \\to 0} x = 0`), not an equation to solve; False when it cannot be evaluated."""
+    difference = (equation.lhs - equation.rhs).doit()
+    names = {x.name for x in difference.free_symbols}
+    values = [_value_at(difference, point) for point in _points(names, 4)] if names else [_value_at(difference, {})]
+    return all(v is not None and abs(v) < 1e-9 for v in values)
 
 
 def _varies(expression, names: set[str]) -> bool:
