@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skyeval.backends.ray_session import dataset_of as to_dataset  # noqa: F401 (re-exported)
 from skyeval.errors import DataNotFoundError
 from skyeval.results import RunFolder, Selection, key_of, write_json, write_rows
 
 if TYPE_CHECKING:
+    import ray.data
+
     from skyeval.envs.base import Env
+    from skyeval.envs.local import LocalDataset
 
 log = logging.getLogger("skyeval")
 
@@ -32,6 +34,35 @@ def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 _TEXTS = ("prompt", "generation", "reasoning", "reasoning_content")
+SAMPLING_KEYS = ("n", "temperature", "top_p", "max_tokens")
+
+
+def run_info(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """What every training row made from a run says about it: `env` (its name), `model`
+    (the model source) and `sampling` (n, temperature, top_p, max_tokens), from config.yaml."""
+    from omegaconf import OmegaConf
+
+    folder = RunFolder(run_dir)
+    config = OmegaConf.to_container(OmegaConf.load(folder.config)) if folder.config.exists() else {}
+    sampling = config.get("sampling_params") or {}
+    return {"env": (config.get("env") or {}).get("name"),
+            "model": (config.get("model_config") or {}).get("model_source"),
+            "sampling": {k: sampling.get(k) for k in SAMPLING_KEYS}}
+
+
+def to_dataset(rows: list[dict[str, Any]], engine: str | None = None) -> "ray.data.Dataset | LocalDataset":
+    """Rows as a Dataset for the Ray Data steps of curation (`filter`, `groupby`, ...): in
+    this process (`LocalDataset`) up to `LOCAL_MAX_PROBLEMS` rows, where starting Ray costs
+    more than the work; a Ray Dataset beyond, or when `engine` (or $SKYEVAL_DATASET_ENGINE)
+    says `ray`, or a cluster is named or running (`skyeval.envs.local.choose_engine`)."""
+    from skyeval.envs.local import LOCAL_MAX_PROBLEMS, LocalDataset, choose_engine
+
+    chosen = choose_engine(engine)
+    if chosen == "local" or (chosen == "auto" and len(rows) <= LOCAL_MAX_PROBLEMS):
+        return LocalDataset.from_rows(rows)
+    from skyeval.backends.ray_session import dataset_of
+
+    return dataset_of(rows)
 
 
 def load_env(run_dir: str | os.PathLike) -> "Env":

@@ -100,7 +100,7 @@ def test_threshold_is_configurable_and_cli_writes_parquet(tmp_path):
     loose = dedup(tmp_path / "in.jsonl", tmp_path / "loose", config=DedupConfig(threshold=0.5), workers=1)
     strict = dedup(tmp_path / "in.jsonl", tmp_path / "strict", config=DedupConfig(threshold=0.95), workers=1)
     assert (loose["near_duplicates"], strict["near_duplicates"]) == (1, 0)
-    assert loose["field"] == "text"
+    assert (loose["fields"], loose["on"]) == (["text"], "prompt")
 
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "curate.py"), "dedup", str(tmp_path / "in.jsonl"),
                            "--out", str(tmp_path / "cli"), "--format", "parquet", "--threshold", "0.5",
