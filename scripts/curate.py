@@ -60,6 +60,7 @@ from skyeval.curation import (
     sft_row,
     to_dataset,
 )
+from skyeval.curation.runs import ray_log_path
 from skyeval.curation.conversations import PARTS, reasoning_of
 from skyeval.curation.decontaminate import DEFAULT_PARAPHRASE
 from skyeval.curation.exports import FORMATS, check_format
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows = _exclude(rows, Path(path), log)
         rows = _with_difficulty(rows, args, run_dir, log)
         result = COMMANDS[args.command](args, rows, log, out, usage)
+        if ray_log_path() is not None:
+            print(f"{len(rows)} samples: the Dataset steps ran on Ray; its messages are in {ray_log_path()}")
         return log.save(result, out, FILE_TYPES[out.suffix])
     except SkyevalError as err:
         sys.exit(f"curate: {err}")
@@ -105,7 +108,7 @@ def sft(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path, usa
     reasoning kept as `--reasoning` says."""
     fmt = _reasoning_format(args, usage)
     rows = _with_keep(rows, args.min_readability)
-    kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS))).take_all() if rows else []
+    kept = keep_passing(to_dataset(_columns(rows, SFT_COLUMNS), ray_log=_ray_log(out))).take_all() if rows else []
     log.record("correct+readable", len(rows), len(kept), dropped_for=_dropped_for(rows))
     by_key = {(r["id"], r["sample_idx"]): r for r in rows}  # every field, for the metadata
     run = run_info(args.run_dir)
@@ -119,7 +122,7 @@ def pairs(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Path, u
     rows = _with_keep(rows, args.min_readability)
     log.record("readable correct", sum(float(r["score"]) >= 1.0 for r in rows), sum(passes(r) for r in rows),
                dropped_for=_dropped_for(rows))
-    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS)), silc=args.silc, fmt=fmt, prompt=args.prompt,
+    made = preference_pairs(to_dataset(_columns(rows, PAIR_COLUMNS), ray_log=_ray_log(out)), silc=args.silc, fmt=fmt, prompt=args.prompt,
                             run=run_info(args.run_dir)).take_all() if rows else []
     questions = len({r["id"] for r in rows})
     log.record("pairs", questions, len(made), unit="questions -> pairs", by_kind=dict(Counter(p["kind"] for p in made)))
@@ -133,7 +136,7 @@ def best_of_n_command(args: argparse.Namespace, rows: list[dict], log: StepLog, 
 
     fmt = _reasoning_format(args, usage)
     ks = [int(k) for k in args.ks.split(",")]
-    per_question = {q["id"]: q for q in best_of_n(to_dataset(_columns(rows, BEST_OF_N_COLUMNS)), ks=ks).take_all()} \
+    per_question = {q["id"]: q for q in best_of_n(to_dataset(_columns(rows, BEST_OF_N_COLUMNS), ray_log=_ray_log(out)), ks=ks).take_all()} \
         if rows else {}
     means = {f"pass@{k}": _mean(q[f"pass@{k}"] for q in per_question.values()) for k in ks}
     means["majority_vote_accuracy"] = _mean(q["majority_score"] for q in per_question.values())
@@ -446,6 +449,11 @@ def _reasoning_format(args: argparse.Namespace, usage: Any) -> ReasoningFormat:
 def _model_config(args: argparse.Namespace) -> Any:
     """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group)."""
     return compose_model_config(args.model, args.set)
+
+
+def _ray_log(out: Path) -> Path:
+    """Where Ray's lines go when a step is large enough to run on Ray: beside the output."""
+    return out.parent / "logs.txt"
 
 
 def _cache(args: argparse.Namespace) -> Path:
