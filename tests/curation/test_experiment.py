@@ -58,7 +58,7 @@ def test_numina_rejection_sampling_from_the_cli(tmp_path, data_dir):
     ("env=math500", "env=math500: +experiment=numina_rejection_sampling scores with "
                     "skyeval.curation.rejection.NuminaRejectionEnv, made for numina; write env=math500 "
                     "env._target_=skyeval.curation.rejection.MathRejectionEnv"),
-    ("env=humaneval", "define class YourEnv(RejectionSampling, HumanEvalEnv)"),
+    ("env=humaneval", "define class YourEnv(RejectionSampling, HumanEvalEnv))"),
 ])
 def test_an_env_after_an_experiment_is_one_line_saying_what_to_write(tmp_path, env, line):
     """Hydra's "Multiple values for env. To override a value use 'override env: gsm8k'" for
