@@ -194,7 +194,7 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "failures_by_stage": dict(by_stage),
         "records": {k: sum((s.get("records") or {}).get(k, 0) for s in states)
                     for k in ("unreadable_lines", "outside_selection")},
-        "metrics": metrics.summary() if base["stage"] != "generate" else {},
+        "metrics": metrics.summary_for(base["stage"]),
         "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items()
                        if k not in ("grading", "passed_by_tolerance")},
                     **metrics.grading_summary()},
@@ -207,8 +207,7 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
                              "counts": s["counts"]} for s in states]},
         "config": config,
     })
-    if base["stage"] != "generate":
-        summary["cost"] = run_cost(summary, config["model_config"].get("price"))
+    summary["cost"] = run_cost(summary, config["model_config"].get("price"))
     if any(s.get("grading") for s in states):
         summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
     return summary

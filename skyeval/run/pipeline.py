@@ -115,7 +115,8 @@ class _Pipeline:
         # a cluster backend (ray) writes and scores on its workers; the driver counts their notes
         self.on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
         self.recorder = Recorder(folder, shard, self.outcome.metrics, self.progress,
-                                 shared=shard.active or self.on_workers, track_keys=not self.earlier.empty)
+                                 shared=shard.active or self.on_workers, track_keys=not self.earlier.empty,
+                                 count_generated_tokens=stage == "generate")
         if stage == "score":
             self.recorder.scores = PartWriter(self.staging, shard.prefix + "part")
         self.members = array("Q")  # hashes of this run's problem ids, to count earlier records
@@ -373,7 +374,7 @@ class _Pipeline:
         outcome.failed = sum(self.recorder.failures_by_stage.values())
         outcome.scored = self.progress.counts["scored"]
         outcome.samples = outcome.problems * self.n
-        outcome.metrics_summary = outcome.metrics.summary() if self.stage != "generate" else {}
+        outcome.metrics_summary = outcome.metrics.summary_for(self.stage)
         if self.judging is not None:
             outcome.grading = self.judging.summary(outcome.metrics.graded_by)
         self.recorder.close()

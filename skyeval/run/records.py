@@ -99,7 +99,7 @@ class SampleWriter:
         self.writers[kind].write(record)
         if kind == "failures":
             return [{"kind": kind, **{k: v for k, v in record.items() if k != "prompt"}}]
-        notes = [{"kind": kind, "id": result.id, "sample_idx": result.sample_idx}]
+        notes = [{"kind": kind, "id": result.id, "sample_idx": result.sample_idx, "usage": result.usage}]
         if self.scorer is not None:
             row = {**problem, **{k: v for k, v in record.items() if k != "prompt"}}
             kind, record = scored(row, self.scorer.outcome(row))
