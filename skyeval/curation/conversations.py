@@ -43,11 +43,16 @@ class EmptyRowError(SkyevalError):
     """A row whose chosen fields give no text. `index` is its position in the rows read
     (`streams.map_chunks` turns a chunk's position into the input's)."""
 
-    def __init__(self, index: int, row: dict[str, Any], fields: Sequence[str], on: str) -> None:
-        self.index, self.fields, self.on = index, list(fields), on
-        self.ident = row.get("id")
-        self.keys = sorted(row)
+    def __init__(self, index: int, ident: Any, keys: list[str], fields: Sequence[str], on: str) -> None:
+        self.index, self.ident, self.keys, self.fields, self.on = index, ident, list(keys), list(fields), on
         super().__init__(self._message())
+
+    @classmethod
+    def of(cls, index: int, row: dict[str, Any], fields: Sequence[str], on: str) -> "EmptyRowError":
+        return cls(index, row.get("id"), sorted(row), fields, on)
+
+    def __reduce__(self) -> tuple:  # raised in a worker process, re-raised in the parent
+        return type(self), (self.index, self.ident, self.keys, self.fields, self.on)
 
     def _message(self) -> str:
         ident = f" (id {self.ident})" if self.ident is not None else ""
@@ -131,7 +136,7 @@ def field_texts(row: dict[str, Any], fields: Sequence[str], on: str = "prompt",
         if value.strip():
             out.append((field, value))
     if not out:
-        raise EmptyRowError(index, row, fields, on)
+        raise EmptyRowError.of(index, row, fields, on)
     return out
 
 
@@ -161,7 +166,7 @@ def default_fields(row: dict[str, Any]) -> list[str]:
     for name in PROBLEM_FIELDS:
         if name in row:
             return [name]
-    raise EmptyRowError(0, row, PROBLEM_FIELDS, "prompt")
+    raise EmptyRowError.of(0, row, PROBLEM_FIELDS, "prompt")
 
 
 def has_response(row: dict[str, Any], fields: Sequence[str]) -> bool:
