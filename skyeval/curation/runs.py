@@ -70,7 +70,7 @@ def to_dataset(rows: list[dict[str, Any]], engine: str | None = None,
     return dataset_of(rows)
 
 
-LOCAL_MAX_ROWS = 5_000  # curation steps run in this process up to this many rows (docs/curation.md)
+LOCAL_MAX_ROWS = 100_000  # curation steps run in this process up to this many rows (docs/curation.md)
 _RAY_LOG: list[Path] = []  # where Ray's lines go, once set in this process
 
 
