@@ -66,7 +66,7 @@ from skyeval.curation.decontaminate import DEFAULT_PARAPHRASE
 from skyeval.curation.exports import FORMATS, check_format
 from skyeval.errors import SkyevalError
 from skyeval.reasoning import DEFAULT_THINK_TAGS
-from skyeval.results import read_jsonl
+from skyeval.results import read_jsonl, write_rows
 
 FILE_TYPES = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
 
@@ -163,8 +163,6 @@ def best_of_n_command(args: argparse.Namespace, rows: list[dict], log: StepLog, 
             chosen.append(row)
     log.record(f"best by {args.by}", len(by_question), len(chosen), unit="questions -> samples",
                min_score=args.min_score, unscored=sum(v is None for v in values))
-    from skyeval.results import write_rows
-
     path = write_rows(stats, out.with_name(f"{out.stem}.stats{out.suffix}"), FILE_TYPES[out.suffix])
     print(f"per-question statistics in {path}")
     return chosen
@@ -177,8 +175,8 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
     rows = _with_keep(rows, args.min_readability)
     kept = [r for r in rows if passes(r)]
     log.record("correct+readable", len(rows), len(kept))
-    env = load_env(args.run_dir)
-    result = rewrite(kept, _model_config(args), env.score_item, what=args.what, sampling=_sampling(args),
+    env, model = load_env(args.run_dir), _model_config(args)
+    result = rewrite(kept, model, env.score_item, what=args.what, sampling=_sampling(args),
                      scaling=ScalingConfig(concurrency=args.concurrency), cache=_cache(args), fmt=fmt,
                      min_readability=0.5 if args.min_readability is None else args.min_readability,
                      progress="rewrite")
@@ -188,11 +186,10 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
                requests=result.completions.sent, cached=result.completions.cached)
     _save_apart(result.incorrect + result.unreadable + result.failed, out, "dropped")
     run = run_info(args.run_dir)
-    model = _model_config(args).model_source
     rewritten = []
     for row in sorted(result.kept, key=lambda r: (r["id"], r["sample_idx"])):
         made = sft_row(row, fmt, args.format, run)
-        made["metadata"]["rewrite"] = {"model": model, "what": row["rewritten"]}
+        made["metadata"]["rewrite"] = {"model": model.model_source, "what": row["rewritten"]}
         rewritten.append(made)
     return rewritten
 
@@ -466,8 +463,6 @@ def _sampling(args: argparse.Namespace) -> SamplingParams:
 
 
 def _save_apart(rows: list[dict], out: Path, name: str) -> None:
-    from skyeval.results import write_rows
-
     if rows:
         path = write_rows(rows, out.with_name(f"{out.stem}.{name}{out.suffix}"), FILE_TYPES[out.suffix])
         print(f"{len(rows)} {name} rows in {path}")

@@ -3,19 +3,11 @@ folder: part files as the recorder writes them, with the reasoning split off).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.conftest import REPO
-
-
-def curate_main():
-    spec = importlib.util.spec_from_file_location("curate", REPO / "scripts" / "curate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+from tests.curation.conftest import curate_main
 
 
 @pytest.fixture
