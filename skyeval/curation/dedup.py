@@ -7,9 +7,10 @@
   a kept row's.
 
 Rows are compared on part `on` of their text (`skyeval.curation.conversations`): `prompt`
-(user turns), `response` (assistant turns, reasoning included) or `conversation` (both;
-the default for conversation files and run folders, `prompt` for problem files), so the
-distinct responses of one problem are kept apart. The first row of each cluster is kept; a later row goes to `duplicates` with
+(user turns), `response` (assistant turns, reasoning included) or `conversation` (the
+default for conversation files and run folders, `prompt` for problem files): the same
+prompt (normalized) and a near-duplicate response, so the distinct responses of one problem
+are kept apart however long the prompt they share. The first row of each cluster is kept; a later row goes to `duplicates` with
 `duplicate_of` (the input position of the kept row) and `match` (exact | near). Only kept
 rows enter the index, so a cluster is named by its first row. Signatures and band keys
 are computed in worker processes (vectorized over blocks of rows); this process keeps
@@ -106,15 +107,36 @@ def band_keys(hashvalues: "np.ndarray", bands: int, rows: int) -> "np.ndarray":
 
 def _chunk_keys(rows: list[Any], fields: list[str], on: str, config: DedupConfig, bands: int,
                 band_rows: int) -> tuple[list[bytes], list[list[int]]]:
-    """(digest of each normalized text, its band keys) for a chunk, in a worker."""
+    """(digest of each normalized text, its band keys) for a chunk, in a worker. On the
+    conversation, the band keys are the response's, each folded with the digest of the
+    normalized prompt: rows are near duplicates when their prompts are the same and their
+    responses near duplicates (a long shared prompt never makes distinct responses alike)."""
     import hashlib
 
-    from skyeval.curation.conversations import text
+    import numpy as np
+
+    from skyeval.curation.conversations import part_text, row_messages, text
+    from skyeval.curation.normalize import normalize
     from skyeval.curation.streams import as_dict
 
-    normalized, hashvalues = signatures([text(as_dict(r), fields, on, i) for i, r in enumerate(rows)], config)
-    digests = [hashlib.blake2b(t.encode(), digest_size=12).digest() for t in normalized]
-    return digests, band_keys(hashvalues, bands, band_rows).tolist()
+    def digest(value: str, size: int = 12) -> bytes:
+        return hashlib.blake2b(value.encode(), digest_size=size).digest()
+
+    if on != "conversation":
+        normalized, hashvalues = signatures([text(as_dict(r), fields, on, i) for i, r in enumerate(rows)], config)
+        return [digest(t) for t in normalized], band_keys(hashvalues, bands, band_rows).tolist()
+    prompts, responses = [], []
+    for i, row in enumerate(rows):
+        row = as_dict(row)
+        text(row, fields, on, i)  # an EmptyRowError when the conversation has no text at all
+        turns = row_messages(row, fields)
+        prompts.append(normalize(part_text(turns, "prompt")))
+        responses.append(part_text(turns, "response"))
+    normalized, hashvalues = signatures(responses, config)
+    folded = np.frombuffer(b"".join(digest(p, 8) for p in prompts), dtype=np.uint64).reshape(-1, 1)
+    with np.errstate(over="ignore"):
+        keys = band_keys(hashvalues, bands, band_rows) * np.uint64(0x9E3779B97F4A7C15) + folded
+    return [digest(f"{p}\x00{r}") for p, r in zip(prompts, normalized)], keys.tolist()
 
 
 def stream_keys(chunks: Iterator[list[Any]], fields: list[str], on: str, config: DedupConfig, bands: int,
