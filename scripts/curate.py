@@ -28,7 +28,7 @@ Output: RUN_DIR/curated/<command>.jsonl unless --out FILE is given (.jsonl, .jso
 .parquet: the suffix says which). Model replies (rewrite, difficulty, best-of-n's reward
 model and judge) are cached in RUN_DIR/curated/cache (--cache DIR): a re-run, or a run
 stopped with Ctrl-C and started again, sends no request it already paid for.
-`--model NAME` is a file of conf/model_config (reference, openai, vllm, ray) and each
+`--model NAME` is a file of conf/model_config (reference, openai, openai_batch, vllm, ray) and each
 `--set key=value` overrides one of its fields, e.g. `--set api_url=http://127.0.0.1:8000/v1`.
 Usage errors exit 2, data errors 1. See docs/curation.md.
 """
@@ -175,7 +175,7 @@ def rewrite_command(args: argparse.Namespace, rows: list[dict], log: StepLog, ou
     rows = _with_keep(rows, args.min_readability)
     kept = [r for r in rows if passes(r)]
     log.record("correct+readable", len(rows), len(kept))
-    env, model = load_env(args.run_dir), _model_config(args)
+    env, model = load_env(args.run_dir), _model_config(args, out)
     result = rewrite(kept, model, env.score_item, what=args.what, sampling=_sampling(args),
                      scaling=ScalingConfig(concurrency=args.concurrency), cache=_cache(args), fmt=fmt,
                      min_readability=0.5 if args.min_readability is None else args.min_readability,
@@ -198,7 +198,7 @@ def difficulty(args: argparse.Namespace, rows: list[dict], log: StepLog, out: Pa
     """One 1-10 label per problem of the run; unparsable replies go to *.failures.*."""
     problems = list({r["id"]: {"id": r["id"], "question": r["question"], "expected": r["expected"]}
                      for r in rows}.values())
-    result = label_difficulty(problems, _model_config(args), sampling=_sampling(args),
+    result = label_difficulty(problems, _model_config(args, out), sampling=_sampling(args),
                               scaling=ScalingConfig(concurrency=args.concurrency), cache=_cache(args),
                               progress="difficulty")
     print(result.completions.line("difficulty"))
@@ -443,9 +443,13 @@ def _reasoning_format(args: argparse.Namespace, usage: Any) -> ReasoningFormat:
         usage(str(err))
 
 
-def _model_config(args: argparse.Namespace) -> Any:
-    """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group)."""
-    return compose_model_config(args.model, args.set)
+def _model_config(args: argparse.Namespace, out: Path | None = None) -> Any:
+    """`--model NAME --set k=v ...` composed through Hydra like the CLI (every model_config group).
+    `openai_batch` keeps its batches beside `out` (`OUT.batches/`): the same command picks them up."""
+    config = compose_model_config(args.model, args.set)
+    if out is not None and getattr(config, "state_dir", "") is None:
+        config.state_dir = str(out.with_name(f"{out.stem}.batches"))
+    return config
 
 
 def _ray_log(out: Path) -> Path:
@@ -538,7 +542,7 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--min-score", type=float, default=None,
                              help="leave out questions whose best sample scores below this (e.g. 1: solved only)")
         if name in ("rewrite", "difficulty"):
-            cmd.add_argument("--model", required=True, help="a conf/model_config name: openai, vllm, ray, reference")
+            cmd.add_argument("--model", required=True, help="a conf/model_config name: openai, openai_batch, vllm, ray, reference")
             cmd.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="model config field")
             cmd.add_argument("--temperature", type=float, default=0.0)
             cmd.add_argument("--max-tokens", type=int, default=4096)

@@ -20,6 +20,7 @@ _EXPORTS = {
     "ScalingConfig": "skyeval.backends.base",
     "ReferenceConfig": "skyeval.backends.reference",
     "HTTPConfig": "skyeval.backends.openai",
+    "OpenAIBatchConfig": "skyeval.backends.openai_batch",
     "VLLMConfig": "skyeval.backends.vllm",
     "RayConfig": "skyeval.backends.ray",
 }

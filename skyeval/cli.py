@@ -4,6 +4,7 @@
   generate  +env=NAME [key=value ...]      generate only (score later with `score`)
   score     run_dir=PATH [key=value ...]   re-score a saved run folder, generating nothing
   serve-reward +env=NAME [port=P ...]      serve the env's grader as an RL reward (docs/rl.md)
+  status    run_dir=PATH [refresh=true]   a run folder's state and its batches (model_config=openai_batch)
   audit | merge | compare | report         see `skyeval COMMAND --help`
   list                                     the benchmarks, their problem counts, whether their data is local
 
@@ -43,13 +44,14 @@ COMMANDS: dict[str, str] = {
     "report": "skyeval.report.build:main",
     "serve-reward": "skyeval.reward.server:main",
     "list": "skyeval.cli:list_benchmarks",
+    "status": "skyeval.run.status:main",
 }
 RUN_COMMANDS = {"evaluate", "generate", "score"}  # they write a run folder, which a re-run resumes
 USAGE = __doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1]
 EVALUATE_HELP = """usage: skyeval evaluate|generate +env=NAME [key=value ...] [--config FILE.yaml] [-m]
 
   +env=NAME                          benchmark (several with -m: +env=aime24,math500)
-  model_config=reference|openai|vllm|ray
+  model_config=reference|openai|openai_batch|vllm|ray
   model_config.model_source=ID       model id or path
   sampling_params.n=N  sampling_params.temperature=T  sampling_params.max_tokens=M
   template=default|chat_boxed|plain  template.system_prompt_name=NAME  template.system_prompt="text"
@@ -248,8 +250,11 @@ LM_EVAL_FLAGS = {"--limit": "env.limit={}", "--tasks": "+env={}", "--output_path
 
 
 def _refuse_unknown_flags(args: list[str]) -> None:
-    """A flag that is neither Hydra's nor SkyThought's is one line: lm-eval's point to the
-    override that does the same, the others to `key=value`."""
+    """Flags that are neither Hydra's nor SkyThought's are one line naming every one of
+    them: lm-eval's point to the override that does the same, the others to `key=value`."""
+    from skyeval.config.overrides import full_key
+
+    found = []
     for i, arg in enumerate(args):
         flag, eq, inline = arg.partition("=")
         if not flag.startswith("-") or flag in _HYDRA_FLAGS or flag == "--config" or flag.lstrip("-").isdigit():
@@ -257,15 +262,16 @@ def _refuse_unknown_flags(args: list[str]) -> None:
         following = args[i + 1] if i + 1 < len(args) else ""
         value = inline or ("" if following.startswith("-") or "=" in following else following) or "VALUE"
         form = LM_EVAL_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        key = None if form is not None else full_key(flag.lstrip("-").replace("-", "_"))
         if form is not None:
-            raise ConfigError(f"{flag} is lm-eval's flag; here write {form.format(value)} (skyeval evaluate --help)")
-        from skyeval.config.overrides import full_key
-
-        key = full_key(flag.lstrip("-").replace("-", "_"))
-        if key is not None:
-            raise ConfigError(f"{flag} is not a flag here; write {key}={value} (skyeval evaluate --help)")
-        raise ConfigError(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5 "
-                          "(skyeval evaluate --help)")
+            found.append(f"{flag} is lm-eval's flag; here write {form.format(value)}")
+        elif key is not None:
+            found.append(f"{flag} is not a flag here; write {key}={value}")
+        else:
+            found.append(f"unknown flag {flag}: settings are key=value overrides, e.g. env.limit=5")
+    if found:
+        many = f"{len(found)} flags are not skyeval's: " if len(found) > 1 else ""
+        raise ConfigError(f"{many}{'; '.join(found)} (skyeval evaluate --help)")
 
 
 def _env_names() -> list[str]:
@@ -351,6 +357,8 @@ def _print_sweep(record: Path) -> None:
         return
     values = [dict(o.lstrip("+~").split("=", 1) for o in job["overrides"] if "=" in o) for job in jobs]
     swept = [k for k in dict.fromkeys(k for v in values for k in v) if len({v.get(k) for v in values}) > 1]
+    from skyeval.run.logs import plural
+
     print(f"sweep: {len(jobs)} runs over {', '.join(swept) or 'one setting'}")
     for job, chosen in zip(jobs, values):
         folder = Path(job["dir"])
@@ -362,8 +370,9 @@ def _print_sweep(record: Path) -> None:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         counts, accuracy = summary.get("counts", {}), summary.get("metrics", {}).get("accuracy")
         score = f"accuracy {accuracy:.4f}" if isinstance(accuracy, (int, float)) else summary.get("stage", "")
-        print(f"  {point}: {summary.get('env')} {score} | {counts.get('samples')} samples, {counts.get('failed')} failed"
-              f" | {folder}")
+        samples = counts.get("samples")
+        print(f"  {point}: {summary.get('env')} {score} | {plural(samples, 'sample') if isinstance(samples, int) else '—'}, "
+              f"{counts.get('failed')} failed | {folder}")
 
 
 # ---- score -----------------------------------------------------------------------------------

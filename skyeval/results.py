@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from skyeval.errors import ConfigError, RunFolderError
 
+log = logging.getLogger(__name__)
+
 Key = tuple[str, int]  # (problem id, sample index)
 
 RUN_FILE = "run.json"  # fingerprint of the config the folder belongs to
@@ -75,6 +77,15 @@ class FolderLockedError(RunFolderError):
     """Another live process is writing this run folder (or shard)."""
 
 
+def _still_at(fh: Any, path: Path) -> bool:
+    """Whether the open file `fh` is still the file at `path` (not removed or replaced)."""
+    try:
+        here, there = os.fstat(fh.fileno()), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
 class RunFolder:
     """Paths and record files of one run."""
 
@@ -98,19 +109,31 @@ class RunFolder:
 
     @contextlib.contextmanager
     def lock(self, name: str = "run") -> Iterator[None]:
-        """Hold an exclusive `flock` on `.lock-<name>` for the block. A second process gets
-        FolderLockedError naming the holder; a killed holder's lock dies with it."""
+        """Hold an exclusive `flock` on `.lock-<name>` for the block; the file names the
+        holder and is removed when the block ends, however it ends (an exception, Ctrl-C, or
+        SIGTERM, which the CLI turns into Ctrl-C). A second process gets FolderLockedError
+        naming the holder. A killed holder's lock dies with it: its file, still naming it,
+        is taken over with one line."""
         self.path.mkdir(parents=True, exist_ok=True)
         path = self.path / f".lock-{name}"
-        fh = path.open("a+", encoding="utf-8")
-        try:
+        while True:
+            fh = path.open("a+", encoding="utf-8")
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 fh.seek(0)
                 holder = fh.read().strip() or "unknown process"
+                fh.close()
                 raise FolderLockedError(f"{self.path} is being written by another process ({holder}); "
                                         "wait for it to finish or stop it") from None
+            if _still_at(fh, path):
+                break
+            fh.close()  # its holder removed it as this process opened it: lock the new one
+        try:
+            fh.seek(0)
+            earlier = fh.read().strip()
+            if earlier:
+                log.warning("%s: %s ended without releasing its lock (killed?); taken over", self.path, earlier)
             fh.seek(0)
             fh.truncate()
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -118,6 +141,7 @@ class RunFolder:
             fh.flush()
             yield
         finally:
+            path.unlink(missing_ok=True)  # before the lock is released: whoever locks next checks `_still_at`
             fh.close()
 
     @contextlib.contextmanager

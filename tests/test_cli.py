@@ -162,6 +162,19 @@ def test_lm_eval_flags_point_to_their_hydra_form(tmp_path, data_dir):
     assert not (tmp_path / "out").exists()
 
 
+def test_every_foreign_flag_is_named_at_once():
+    """`--tasks math500 --limit 5` named --tasks alone, then --limit on the next try."""
+    from skyeval.cli import _refuse_unknown_flags
+    from skyeval.errors import ConfigError
+
+    with pytest.raises(ConfigError) as found:
+        _refuse_unknown_flags(["--tasks", "math500", "--limit", "5", "--temperature=0.6", "--frobnicate", "-m"])
+    assert str(found.value) == (
+        "4 flags are not skyeval's: --tasks is lm-eval's flag; here write +env=math500; --limit is lm-eval's "
+        "flag; here write env.limit=5; --temperature is not a flag here; write sampling_params.temperature=0.6; "
+        "unknown flag --frobnicate: settings are key=value overrides, e.g. env.limit=5 (skyeval evaluate --help)")
+
+
 def test_the_summarys_command_reruns_as_written(tmp_path, data_dir):
     """Issue 25 item 12: run summary.json's `command` as it is; it resumes the same folder."""
     import shlex
@@ -209,7 +222,7 @@ def test_sweep_summary_names_the_swept_values_and_a_resume_says_what_it_sends(tm
     assert "sweep: 2 runs over sampling_params.temperature" in proc.stdout
     assert "  sampling_params.temperature=0.6: aime24 accuracy 1.0000 | 2 samples" in proc.stdout
     proc = run_cli("evaluate", "+env=aime24", "env.limit=3", "sampling_params.temperature=0.6", cwd=tmp_path)
-    assert "resuming: 1 requests to send (1 of 3 samples); the folder holds the rest" in proc.stderr
+    assert "resuming: 1 request to send (1 of 3 samples); the folder holds the rest" in proc.stderr
 
 
 def test_score_refuses_a_misspelt_override_in_one_line(tmp_path, data_dir):

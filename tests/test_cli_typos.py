@@ -11,7 +11,7 @@ from tests.conftest import run_cli
 
 CASES = [
     (("+env=gsm8k", "model_config=opnai"),
-     "skyeval: error: model_config=opnai: no such option. Did you mean 'openai'? Options: openai, ray, reference, vllm"),
+     "skyeval: error: model_config=opnai: no such option. Did you mean 'openai'? Options: openai, openai_batch, ray, reference, vllm"),
     (("+env=gsm8k", "template=chat_boxd"), "template=chat_boxd: no such option. Did you mean 'chat_boxed'?"),
     (("env=math500",), "env=math500: no env is selected yet, so there is none to override; write +env=math500"),
     (("+env=gsm8k", "limit=5"), "limit=5: 'limit' is not a top-level setting; did you mean env.limit=5?"),

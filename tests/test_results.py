@@ -1,4 +1,6 @@
+import contextlib
 import json
+import logging
 import multiprocessing
 import os
 import signal
@@ -19,6 +21,7 @@ from skyeval.results import (
     KeySet,
     PartWriter,
     RunFolder,
+    _still_at,
     iter_records,
     read_jsonl,
     write_rows,
@@ -80,6 +83,19 @@ def _hold_lock(path, ready, release):
         release.wait(30)
 
 
+@contextlib.contextmanager
+def logged(name: str):
+    """The records logged on `name` in the block (whatever handlers earlier tests left)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger(name).addHandler(handler)
+    try:
+        yield records
+    finally:
+        logging.getLogger(name).removeHandler(handler)
+
+
 def test_one_writer_per_folder_and_a_killed_holder_never_blocks(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
@@ -91,8 +107,38 @@ def test_one_writer_per_folder_and_a_killed_holder_never_blocks(tmp_path):
             pass
     os.kill(holder.pid, signal.SIGKILL)  # the lock dies with its holder
     holder.join()
-    with RunFolder(tmp_path / "run").lock():
-        pass
+    with logged("skyeval.results") as records:
+        with RunFolder(tmp_path / "run").lock():
+            pass
+    (line,) = [r.getMessage() for r in records]  # its file, naming it, is taken over with one line
+    assert f"pid {holder.pid} on " in line and line.endswith("taken over")
+    assert not (tmp_path / "run" / ".lock-run").exists()
+
+
+def test_the_lock_file_goes_when_its_block_ends_however_it_ends(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    with logged("skyeval.results") as records, folder.lock():
+        assert (tmp_path / "run" / ".lock-run").read_text().startswith(f"pid {os.getpid()} on ")
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C, or SIGTERM as the CLI turns it
+        with folder.lock("shard-3"):
+            raise KeyboardInterrupt
+    with pytest.raises(ZeroDivisionError):
+        with folder.lock():
+            1 / 0
+    assert list((tmp_path / "run").iterdir()) == [] and not records
+
+
+def test_a_lock_file_removed_as_it_was_opened_is_not_the_lock(tmp_path):
+    """A holder removes its file, then releases it: a process that opened the old file
+    before that must not take it for the folder's lock (`RunFolder.lock` opens the new one)."""
+    path = tmp_path / ".lock-run"
+    path.write_text("")
+    with path.open("a+") as opened:
+        assert _still_at(opened, path)
+        path.unlink()
+        assert not _still_at(opened, path)
+        path.write_text("")  # another process's new lock file
+        assert not _still_at(opened, path)
 
 
 def test_write_rows_formats(tmp_path):

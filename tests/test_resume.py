@@ -132,6 +132,7 @@ def test_ctrl_c_leaves_a_resumable_folder_and_a_readable_message(tmp_path, serve
     assert proc.returncode == 130
     assert "re-run the same command to resume" in stderr and "Traceback" not in stderr
     assert load_summary(results / "run")["status"] == "interrupted"
+    assert not (results / "run" / ".lock-run").exists()  # removed on Ctrl-C too
     run_cli(*cli_args(url, results, 40), cwd=tmp_path)
     assert load_summary(results / "run")["counts"]["scored"] == 40
 

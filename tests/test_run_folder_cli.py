@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,24 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path, data_dir):
     assert first.returncode == 0 and load_summary(tmp_path / "out" / "run")["counts"]["scored"] == 1319 * 16
 
 
+def test_the_lock_goes_when_a_run_ends_normally_by_error_or_by_sigterm(tmp_path, data_dir):
+    """`.lock-run` named a dead pid in every finished folder."""
+    run_cli(*GSM8K, "env.limit=2", f"logging.results_dir={tmp_path / 'done'}", "logging.experiment_name=run", cwd=tmp_path)
+    assert not (tmp_path / "done" / "run" / ".lock-run").exists()
+    args = [*GSM8K, "sampling_params.n=16", f"logging.results_dir={tmp_path / 'out'}", "logging.experiment_name=run"]
+    proc = subprocess.Popen([sys.executable, "-m", "skyeval.cli", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lock = tmp_path / "out" / "run" / ".lock-run"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((tmp_path / "out" / "run").glob("scores/part-*.jsonl")):
+        time.sleep(0.05)
+    assert lock.read_text().startswith(f"pid {proc.pid} on ")
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert load_summary(tmp_path / "out" / "run")["status"] == "interrupted" and not lock.exists()
+
+
 def test_sigkill_between_part_rotations_loses_nothing(tmp_path, data_dir):
     args = [*GSM8K, "sampling_params.n=4", f"logging.results_dir={tmp_path / 'out'}", "logging.experiment_name=run"]
     env = {**os.environ, "SKYEVAL_PART_BYTES": "20000"}  # a new part every few dozen records
@@ -78,7 +97,10 @@ def test_sigkill_between_part_rotations_loses_nothing(tmp_path, data_dir):
     proc.wait()
     parts_before = len(list((run_dir / "generations").glob("part-*.jsonl")))
     assert parts_before >= 2
-    run_cli(*args, cwd=tmp_path, env={"SKYEVAL_PART_BYTES": "20000"})
+    assert (run_dir / ".lock-run").read_text().startswith(f"pid {proc.pid} on ")  # a dead holder's
+    rerun = run_cli(*args, cwd=tmp_path, env={"SKYEVAL_PART_BYTES": "20000"})
+    (taken,) = [line for line in rerun.stderr.splitlines() if "lock" in line]  # taken over with one line
+    assert f"pid {proc.pid} on " in taken and taken.endswith("taken over") and not (run_dir / ".lock-run").exists()
     keys = Counter((r["id"], r["sample_idx"]) for r in read_jsonl(run_dir / "scores"))
     assert len(keys) == 1319 * 4 and set(keys.values()) == {1}  # every sample scored exactly once
     assert read_jsonl(run_dir / "failures") == []
@@ -109,6 +131,7 @@ def test_a_bug_exits_1_with_its_traceback_in_logs(tmp_path, data_dir):
     assert "Traceback" not in proc.stderr
     logs = (results / "run" / "logs.txt").read_text()
     assert "Traceback" in logs and "1 / 0" in logs
+    assert not (results / "run" / ".lock-run").exists()
 
 
 def test_an_empty_selection_is_refused_before_any_folder(tmp_path, data_dir):
@@ -139,6 +162,7 @@ def test_dry_run_prints_what_would_be_sent_and_calls_nothing(tmp_path, data_dir)
     assert "to send: problems 10, samples 40" in proc.stdout and "completion tokens at most 40,000" in proc.stdout
     assert "first prompt:\n    [user] " in proc.stdout
     assert "worst-case cost $0.02" in proc.stdout  # 40,000 x $0.6/M = $0.024, plus the prompts
+    assert re.search(r"sent at most \((chars/4|tiktoken \w+), an estimate\)\n", proc.stdout), proc.stdout
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.jsonl"))
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, InitVar, asdict, dataclass, field, fields
 from numbers import Real
-from typing import Any, ClassVar, Iterable, Iterator, Protocol
+from typing import Any, ClassVar, Iterable, Iterator, Mapping, Protocol
 
 from skyeval.errors import ConfigError
 from skyeval.reasoning import DEFAULT_THINK_TAGS, check_tags
@@ -124,6 +124,17 @@ def model_config_class(target: str, key: str = "model_config") -> type:
     return cls
 
 
+def check_price(value: Any, name: str) -> dict[str, float] | None:
+    """A price as a plain dict `{input, output}` (dollars per million tokens), or None."""
+    if value is None:
+        return None
+    price = dict(value) if isinstance(value, Mapping) else None
+    if price is None or set(price) != {"input", "output"} or not all(
+            isinstance(v, Real) and not isinstance(v, bool) and v >= 0 for v in price.values()):
+        raise ConfigError(f"{name} must be {{input: $/M tokens, output: $/M tokens}} (numbers >= 0), got {value!r}")
+    return price
+
+
 @dataclass
 class ModelConfig:
     """Fields every model config has. `model` is accepted as another name for
@@ -149,13 +160,12 @@ class ModelConfig:
             raise ConfigError(f"{type(self).__name__} needs model_source (or model): a model name, id or path")
         tags = check_tags(self.think_tags)
         self.think_tags = None if tags is None else list(tags)
-        if self.price is not None:
-            price = dict(self.price)
-            if set(price) != {"input", "output"} or not all(
-                isinstance(v, Real) and not isinstance(v, bool) and v >= 0 for v in price.values()
-            ):
-                raise ConfigError(f"model_config.price must be {{input: $/M tokens, output: $/M tokens}} (numbers >= 0), got {self.price!r}")
-            self.price = price
+        self.price = check_price(self.price, "model_config.price")
+
+    @property
+    def billed_price(self) -> dict[str, float] | None:
+        """What the cost lines charge per million tokens: `price` (a batch API bills less)."""
+        return self.price
 
     def described(self) -> dict[str, Any]:
         """The fields for `describe()`: every field but secrets and `_target_` (`repr=False`)."""
@@ -271,7 +281,11 @@ class Backend(Protocol):
     A backend that runs on a cluster may also define `generate_recorded(requests,
     sampling, sink)`: it hands each result to `sink` (a `ResultSink`, opened once per
     worker) where it was generated, and yields the notes the sink returns. The pipeline
-    then writes and scores nothing itself."""
+    then writes and scores nothing itself.
+
+    A backend whose work outlives the process (openai_batch: batches run for hours) may
+    define `use_state_dir(path)`: the pipeline names a folder inside the run folder, one per
+    shard, before it generates, and the next run of the same command finds it there."""
 
     def generate(
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams

@@ -309,7 +309,8 @@ class OpenAIBackend:
                 emit(outcome.result(request.id, i, sample_seed(sampling.seed, i) if n == 1 else seed))
             return
         self._server = {k: outcome.get(k) for k in ("model", "system_fingerprint")}
-        results = _results(request, indices, outcome, seed, self.config.think_tags)
+        results = _results(request.id, indices, outcome, seed, self.config.think_tags, chat=isinstance(request.prompt, list),
+                           opened=_prompt_opens_block(request.prompt, self.config.think_tags))
         for result in results:
             emit(result)
         missing = indices[len(results):]
@@ -486,9 +487,10 @@ class _RateLimiter:
 
 
 def _results(
-    request: GenerationRequest, indices: list[int], response: dict, seed: int | None, think_tags: Any
+    request_id: str, indices: list[int], response: dict, seed: int | None, think_tags: Any, *, chat: bool, opened: bool
 ) -> list[GenerationResult]:
-    """Results for the first len(indices) choices, reasoning split from the answer.
+    """Results for the first len(indices) choices of a `chat` or text completion, reasoning
+    split from the answer (`opened`: the prompt ends inside an open think block).
 
     Usage: the API reports one total for all n choices. The request's prompt tokens are
     counted once, on its first choice (the others get 0: the prompt was sent once); each
@@ -499,8 +501,6 @@ def _results(
     (hidden reasoning of o-series models included), else from the share of the text that
     is reasoning, else 0 when there is no reasoning.
     """
-    chat = isinstance(request.prompt, list)
-    opened = _prompt_opens_block(request.prompt, think_tags)
     choices = sorted(response["choices"], key=lambda c: c.get("index") or 0)[: len(indices)]
     parts = []
     for choice in choices:
@@ -520,7 +520,7 @@ def _results(
     for j, (i, (thought, answer), choice, tokens, reasoned) in enumerate(zip(indices, parts, choices, completion, thinking)):
         prompt_tokens = (usage.get("prompt_tokens") or 0) if j == 0 else 0
         results.append(GenerationResult(
-            request.id, i, generation=answer, reasoning=thought, finish_reason=choice.get("finish_reason"),
+            request_id, i, generation=answer, reasoning=thought, finish_reason=choice.get("finish_reason"),
             usage=make_usage(prompt_tokens, tokens, reasoned, estimated=shared) if usage else None, seed=seed,
         ))
     return results

@@ -6,8 +6,9 @@
 - no address (or `local`): start a private local Ray on 127.0.0.1, sized to this
   machine's cores. Never someone else's cluster that happens to run on the same machine.
 Joining passes no local-only arguments (`num_cpus`...: Ray refuses them when attaching).
-The log says which Ray is used. Once attached, asking for another cluster is a
-`ConfigError` (one process can be attached to one Ray cluster).
+The log says which Ray is used (Ray's own lines go where `skyeval.backends.ray_logs` sends
+them). Once attached, asking for another cluster is a `ConfigError` (one process can be
+attached to one Ray cluster).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from skyeval.backends.ray_logs import catch_native_lines, route_ray_logs
 from skyeval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,6 +42,8 @@ def ensure_ray(address: str | None = None) -> None:
         _check_same_cluster(requested)
         return
     target = _cluster_to_join(requested)
+    route_ray_logs()  # `import ray` gave the `ray` logger its console handler
+    catch_native_lines()
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.WARNING,
                                   # workers unpickle user envs by module name: let them import what this process can
                                   runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
@@ -57,6 +61,7 @@ def ensure_ray(address: str | None = None) -> None:
     gcs = ray.get_runtime_context().gcs_address
     _attached.update(requested=requested, gcs=gcs, private=target is None)
     _quiet_ray_data()
+    route_ray_logs()  # and `ray.data` has its own
     resources = ray.cluster_resources()
     if target is None:
         log.info("ray: started a private local Ray at %s (%d CPUs; RAY_ADDRESS or ray_address=auto joins a cluster)",

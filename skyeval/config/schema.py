@@ -36,6 +36,7 @@ STAGES = ("evaluate", "generate", "score")
 # Model configs by the group option that selects them (conf/model_config/<option>.yaml).
 MODEL_CONFIGS = {"reference": "skyeval.backends.reference.ReferenceConfig",
                  "openai": "skyeval.backends.openai.HTTPConfig",
+                 "openai_batch": "skyeval.backends.openai_batch.OpenAIBatchConfig",
                  "vllm": "skyeval.backends.vllm.VLLMConfig",
                  "ray": "skyeval.backends.ray.RayConfig"}
 GRADING_JUDGE = MODEL_CONFIGS["openai"]  # the judge's default backend (conf/grading/judge/openai.yaml)

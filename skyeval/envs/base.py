@@ -22,7 +22,7 @@ from skyeval.backends.base import (
 )
 from skyeval.envs.data import RowSource
 from skyeval.envs.dates import DateWindow, problem_date
-from skyeval.errors import ConfigError, GoldError
+from skyeval.errors import ConfigError, DataNotFoundError, GoldError
 from skyeval.templates import Template
 
 if TYPE_CHECKING:
@@ -45,6 +45,10 @@ class Env:
     # `YYYY-MM-DD`): `start_date`/`end_date` then keep a window of them, and metrics report
     # accuracy by month. None: the benchmark has no dates.
     date_field: str | None = None
+    # When the local copy is missing: the raw row fields `to_problem` needs (named if the
+    # env's folder holds rows without them) and the command that makes the copy.
+    row_fields: tuple[str, ...] = ()
+    local_copy: str | None = None
 
     def __init__(
         self,
@@ -84,7 +88,28 @@ class Env:
         """Raw rows, one at a time: from the local mirror when a data dir is set, else from
         the hub (memory-mapped by `datasets`). Missing files raise at once; rows are read
         as they are consumed (JSONL line by line, parquet by batches, CSV row by row)."""
-        return RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset).rows()
+        return self.row_source().rows()
+
+    def row_source(self) -> RowSource:
+        """Where the rows come from. A missing local copy is a DataNotFoundError saying what
+        the data dir holds for this env instead, what its rows lack, and how to get the copy."""
+        from skyeval.envs.data import resolve_data_dir, what_is_there
+
+        try:
+            return RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
+        except DataNotFoundError as err:
+            root = resolve_data_dir(self.data_dir)
+            if root is None or not (self.local_copy or self.row_fields):
+                raise
+            wanted = [self.local_files] if isinstance(self.local_files, str) else list(self.local_files or [])
+            missing = [pattern for pattern in wanted if not any(root.glob(pattern))]
+            message = (f"env {self.name!r} reads {', '.join(wanted)} under {root}; "
+                       f"missing: {', '.join(missing) if len(missing) < len(wanted) else 'all of them'}. "
+                       if missing else f"{err}. ")
+            message += what_is_there(root / self.name, self.row_fields) + "."
+            if self.local_copy:
+                message += f" Get them with: {self.local_copy.format(data_dir=root)}"
+            raise DataNotFoundError(message) from None
 
     @property
     def own_layout(self) -> bool:
@@ -99,8 +124,7 @@ class Env:
         from skyeval.envs.data import check_lines, resolve_data_dir
 
         if not self.own_layout and self.local_files and resolve_data_dir(self.data_dir) is not None:
-            source = RowSource.of(self.name, self.data_dir, self.local_files, self.hf_id, self.split, self.hf_subset)
-            check_lines(source.paths or [])
+            check_lines(self.row_source().paths or [])
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
         """One raw row -> {"id", "question", "expected", ...}."""

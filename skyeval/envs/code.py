@@ -205,7 +205,10 @@ class HumanEvalEnv(CodeEnv):
     default_float_rule = "exact"
 
     def to_problem(self, row: dict[str, Any], index: int) -> dict[str, Any]:
-        tests = {"type": "functional", "test": row["test"], "entry_point": row["entry_point"], "prelude": row["prompt"]}
+        # the reference solution runs the check's own code on the trusted side (its helpers,
+        # e.g. HumanEval/33's expected `sort_third(...)`): skyeval.scorers.trusted_check
+        tests = {"type": "functional", "test": row["test"], "entry_point": row["entry_point"], "prelude": row["prompt"],
+                 "reference": row["prompt"] + row["canonical_solution"]}
         question = f"Complete the following Python function.\n```python\n{row['prompt'].strip()}\n```"
         return self.problem(row["task_id"], question, tests, instruction=FUNCTION_INSTRUCTION,
                             solution=row["prompt"] + row["canonical_solution"], entry_point=row["entry_point"])
@@ -233,7 +236,7 @@ class MBPPEnv(CodeEnv):
         # after the code, ahead of each assert; sanitized test_imports run before the code.
         after = (row.get("test_setup_code") or "").strip()
         tests = {"type": "asserts", "asserts": [f"{after}\n{a}" if after else a for a in asserts],
-                 "setup": "\n".join(row.get("test_imports") or [])}
+                 "setup": "\n".join(row.get("test_imports") or []), "reference": row["code"]}
         return self.problem(row["task_id"], question, tests, instruction=CODE_INSTRUCTION,
                             solution=row["code"], task_id=int(row["task_id"]))
 
@@ -309,6 +312,11 @@ class LiveCodeBenchEnv(CodeEnv):
     default_float_rule = "exact"
 
     date_field = "contest_date"
+    row_fields = ("question_id", "question_content", "public_test_cases", "private_test_cases", "contest_date",
+                  "difficulty")
+    local_copy = ("hf download livecodebench/code_generation_lite test.jsonl test2.jsonl test3.jsonl test4.jsonl "
+                  "test5.jsonl --repo-type dataset --local-dir {data_dir}/livecodebench (release_v5: 880 problems "
+                  "with their tests; `hf` comes with huggingface_hub, which datasets installs)")
 
     def __init__(self, difficulty: str = "all", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -373,7 +381,8 @@ class LeetCodeEnv(CodeEnv):
         else:
             test, entry_point = split_check_call(_loads(row["tests"])["functional"])
             question, solution, problem_id = row["problem"], row.get("solutions"), index
-        tests = {"type": "functional", "test": test, "entry_point": entry_point, "prelude": LEETCODE_PRELUDE}
+        tests = {"type": "functional", "test": test, "entry_point": entry_point, "prelude": LEETCODE_PRELUDE,
+                 **({"reference": solution} if solution else {})}
         return self.problem(problem_id, question, tests, instruction=FUNCTION_INSTRUCTION, solution=solution,
                             entry_point=entry_point)
 

@@ -128,6 +128,26 @@ def local_paths(data_dir: Path, files: str | Iterable[str]) -> list[Path]:
     return paths
 
 
+def what_is_there(folder: Path, fields: Iterable[str] = (), shown: int = 5) -> str:
+    """What a benchmark's folder in the data dir holds, for the error about its missing
+    copy: its files and, when `fields` are given, those the first row of each file lacks."""
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    if not files:
+        return f"{folder} is empty"
+    described = []
+    for path in files[:shown]:
+        try:
+            row = next(iter(read_records(path)), {})
+        except (ConfigError, DataFileError, OSError, ValueError):
+            row = None
+        lacks = [f for f in fields if isinstance(row, dict) and f not in row]
+        described.append(path.relative_to(folder).as_posix() + (f", whose rows lack {', '.join(lacks)}" if lacks else ""))
+    more = f" and {len(files) - shown} more files" if len(files) > shown else ""
+    return f"{folder} holds {', '.join(described)}{more}"
+
+
 def read_local(data_dir: Path, files: str | Iterable[str]) -> Iterator[dict[str, Any]]:
     """Rows of one or more files (glob patterns allowed) under data_dir, one at a time,
     each with `_file` (the file's stem). Missing files raise at once."""

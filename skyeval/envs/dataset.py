@@ -47,7 +47,7 @@ def read_problems(env: Any) -> "ray.data.Dataset":
     if env.own_layout:  # one streaming task
         source = ProblemSource(env, [None])
     else:
-        rows = RowSource.of(env.name, env.data_dir, env.local_files, env.hf_id, env.split, env.hf_subset)
+        rows = env.row_source()
         dataset = load_hub(*rows.hub) if rows.hub else None
         source = ProblemSource(env, _group(rows.slices(ROWS_PER_SLICE, dataset)), dataset)
     ensure_ray()

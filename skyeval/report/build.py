@@ -21,11 +21,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from skyeval.errors import ConfigError, DataNotFoundError, SkyevalError
-from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, setting_order, varying
+from skyeval.report.runs import DASH, RunInfo, describe, find_runs, fmt, varying
 
 CSV_FIELDS = ["label", "env", "model", "status", "temperature", "max_tokens", "n", "problems", "samples", "scored",
               "failed", "accuracy", "accuracy_low", "accuracy_high", "accuracy_se", "interval_method",
-              "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "path"]
+              "pass_at_k", "truncated_rate", "failed_rate", "parse_failure_rate", "machine", "path"]
 
 
 def build_report(roots: list[str | Path], out_dir: str | Path | None = None, viewer: bool = True,
@@ -113,17 +113,16 @@ def run_labels(runs: list[RunInfo]) -> list[str]:
 
 
 def models_by_benchmarks(runs: list[RunInfo], labels: list[str]):
-    """Rows (a model, with every setting that differs among its runs of one env), columns
-    (envs) and the runs in each cell: several when runs share every setting (each shown)."""
+    """Rows (a model, with the settings that differ among its runs of one env: a row names
+    only those, never a setting of another env's runs), columns (envs) and the runs in each
+    cell: several when runs share every setting (each shown)."""
     by_group: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         by_group[(run.model, run.env)].append(run)
-    keys: dict[str, list[str]] = defaultdict(list)
-    for (model, _), group in by_group.items():
-        keys[model] += [k for k in varying(group) if k not in keys[model]]
+    keys = {group: varying(members) for group, members in by_group.items()}
     table: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
-        row = run.model + describe(run, sorted(keys[run.model], key=setting_order))
+        row = run.model + describe(run, keys[(run.model, run.env)])
         table[(row, run.env)].append(run)
     rows = sorted({r for r, _ in table})
     envs = sorted({e for _, e in table})
@@ -170,7 +169,8 @@ def _rate(value: float | None) -> str:
 def _run_rows(runs: list[RunInfo], labels: list[str]) -> list[list[str]]:
     return [[label, env_text(run), run.model, run.status or DASH, _g(run.temperature), _g(run.max_tokens), _g(run.n),
              fmt(run.counts.get("problems")), fmt(run.counts.get("samples")), cell(run), _pass_text(run),
-             _rate(run.truncated_rate), _rate(run.failed_rate), run.judged] for run, label in zip(runs, labels)]
+             _rate(run.truncated_rate), _rate(run.failed_rate), run.judged, run.machine_text]
+            for run, label in zip(runs, labels)]
 
 
 def env_text(run: RunInfo) -> str:
@@ -184,7 +184,8 @@ def env_text(run: RunInfo) -> str:
 
 
 RUN_HEADER = ["run", "env", "model", "status", "T", "max_tokens", "n", "problems", "samples",
-              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed", "graded by a judge"]
+              "accuracy [95% interval] n=samples/problems", "pass@k", "truncated", "failed", "graded by a judge",
+              "machine"]
 
 
 def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:
@@ -202,7 +203,8 @@ def _write_csv(runs: list[RunInfo], labels: list[str], path: Path) -> None:
                 "accuracy_se": interval.get("se"), "interval_method": run.metrics.get("interval_method"),
                 "pass_at_k": ";".join(f"{k}:{v}" for k, v in sorted(run.pass_at_k.items())),
                 "truncated_rate": run.truncated_rate, "failed_rate": run.failed_rate,
-                "parse_failure_rate": run.metrics.get("parse_failure_rate"), "path": str(run.path),
+                "parse_failure_rate": run.metrics.get("parse_failure_rate"),
+                "machine": run.machine_text if run.machine else None, "path": str(run.path),
             })
 
 
@@ -229,7 +231,10 @@ def _markdown(runs, labels, rows, envs, table, plots, split=None) -> str:
         parts += [f"## Before and after the training cutoff {split[0]}", "", CUTOFF_NOTE.format(test=TEST), "",
                   md_table(CUTOFF_HEADER, split[1]), ""]
     parts += ["## Plots", ""]
-    parts += [f"![{title}]({name})" for title, name in plots.items()]
+    parts += [f"![{title}]({name})" for title, name in plots.made.items()]
+    if plots.skipped:
+        parts += ["", "Not drawn, with nothing to show:", ""]
+        parts += [f"- {title}: {why}" for title, why in plots.skipped.items()]
     return "\n".join(parts) + "\n"
 
 
@@ -243,7 +248,10 @@ def _html(runs, labels, rows, envs, table, plots, viewer: bool, split=None) -> s
 
     matrix = html_table(["model", *envs], [[row, *(cells(table.get((row, env))) for env in envs)] for row in rows], "matrix")
     figures = "".join(f'<figure><img src="{e(name)}" alt="{e(title)}"><figcaption>{e(title)}</figcaption></figure>'
-                      for title, name in plots.items())
+                      for title, name in plots.made.items())
+    if plots.skipped:
+        figures += ('<p class="note">Not drawn, with nothing to show:</p><ul class="note">'
+                    + "".join(f"<li>{e(title)}: {e(why)}</li>" for title, why in plots.skipped.items()) + "</ul>")
     cutoff = ""
     if split is not None:
         from skyeval.metrics.unpaired import TEST
@@ -270,14 +278,14 @@ figcaption {{ color: #4a5468; }}
 <h2>Accuracy: models × benchmarks</h2>
 <p class="note">accuracy [95% interval] n=samples/problems · interval method: {e(_methods(runs))}.
 Failed samples count as wrong. — means the run's summary does not have the number.
-A row is a model with the settings that differ among its runs; runs equal in every setting share a cell, each shown.
+A row is a model with the settings that differ among its runs of one benchmark; runs equal in every setting share a cell, each shown.
 ⚠ marks a run that stopped before finishing its selection (interrupted, failed): its numbers cover what it finished.</p>
 {matrix}
 <h2>Runs</h2>
 {html_table(RUN_HEADER, _run_rows(runs, labels))}
 {cutoff}
 <h2>Plots</h2>
-{figures or '<p class="note">No plots: the runs have no pass@k curves, temperatures or budgets to compare.</p>'}
+{figures}
 </body></html>
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ class RunInfo:
     config: dict[str, Any] = field(default_factory=dict)
     stage: str | None = None
     grading: dict[str, Any] = field(default_factory=dict)  # summary.json `grading` (a judge's part), if any
+    machine: dict[str, Any] = field(default_factory=dict)  # summary.json `machine` (older runs: none)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RunInfo":
@@ -62,6 +64,7 @@ class RunInfo:
             config=config,
             stage=summary.get("stage"),
             grading=summary.get("grading") or {},
+            machine=summary.get("machine") or {},
         )
 
     @property
@@ -76,18 +79,19 @@ class RunInfo:
         missing = self.counts.get("missing")
         limit = (self.config.get("env") or {}).get("limit")
         of = f" of {limit}" if isinstance(limit, int) and limit != self.counts.get("problems") else ""
-        return (f"{self.status}: {fmt(self.counts.get('problems'))}{of} problems"
-                + (f", {missing} samples missing" if missing else ""))
+        problems = self.counts.get("problems")
+        return (f"{self.status}: {fmt(problems)}{of} problem{'' if problems == 1 and not of else 's'}"
+                + (f", {missing} sample{'' if missing == 1 else 's'} missing" if missing else ""))
 
     @property
     def accuracy(self) -> float | None:
         return _number(self.metrics.get("accuracy"))
 
     def interval(self, metric: str = "accuracy") -> dict[str, Any] | None:
-        """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one."""
+        """The summary's interval for `metric` ("accuracy", "pass@1", ...) if it has one with both bounds."""
         found = (self.metrics.get("intervals") or {}).get(metric)
-        if not isinstance(found, dict) or not found.get("ci95"):
-            return None
+        if not isinstance(found, dict) or not found.get("ci95") or None in found["ci95"]:
+            return None  # none, or none computable (one problem: no spread to estimate)
         low, high = found["ci95"]
         problems = found.get("problems")
         return {**found, "low": low, "high": high, "n_problems": problems,
@@ -109,6 +113,26 @@ class RunInfo:
             return DASH
         by = self.grading.get("graded_by") or {}
         return f"{by.get('judge', 0)} of {sum(by.values())} ({self.grading.get('mode')})"
+
+    @property
+    def machine_text(self) -> str:
+        """"2× NVIDIA A100-SXM4-80GB (80 GB), driver 535.104.05, CUDA 12.2; 64 CPUs AMD EPYC
+        7B13, 503 GiB; vLLM 0.8.4, torch 2.6.0" (summary.json `machine`), or —."""
+        m = self.machine
+        if not m:
+            return DASH
+        parts = []
+        gpus = Counter(str(g.get("name") or "GPU") + (f" ({round(g['memory_mib'] / 1024)} GB)" if g.get("memory_mib")
+                                                      else "") for g in m.get("gpus") or [] if isinstance(g, dict))
+        if gpus:
+            parts.append(", ".join(f"{count}× {kind}" for kind, count in gpus.items())
+                         + "".join(f", {label} {m[key]}" for key, label in (("gpu_driver", "driver"), ("cuda", "CUDA"))
+                                   if m.get(key)))
+        cpu = m.get("cpu") or {}
+        parts.append(" ".join(str(x) for x in (cpu.get("usable") or cpu.get("count"), "CPUs", cpu.get("model")) if x)
+                     + (f", {m['memory_gib']:g} GiB" if m.get("memory_gib") else ""))
+        parts.append(", ".join(f"{name} {m[key]}" for key, name in (("vllm", "vLLM"), ("torch", "torch")) if m.get(key)))
+        return "; ".join(part for part in parts if part)
 
     @property
     def failed_rate(self) -> float | None:

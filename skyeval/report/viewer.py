@@ -6,6 +6,7 @@ that the page adds as `<script src>` when it needs them: `data/index.js` (the ru
 of the samples the run's summary counts (`skyeval.results.Selection`)
 and `data/rN/text-K.js` (full prompt, reasoning and answer, loaded when a sample is opened).
 A run is read once, streamed, and written in chunks, so 100k samples stay usable.
+The page typesets maths with KaTeX, copied from `assets/katex` beside it (no network).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from skyeval.report.runs import RunInfo
 LIST_CHUNK = 5000  # rows per list file
 TEXT_CHUNK = 200  # samples per full-text file
 HEAD, TAIL = 160, 200  # characters of prompt start / answer end kept in list rows
-ASSETS = ("viewer.html", "viewer.js", "viewer.css")
+SHORT, FULL = 200, 20000  # characters of an extracted or gold answer in list rows / in the full texts
 
 CORRECT, WRONG, FAILED = 0, 1, 2
 
@@ -32,16 +34,30 @@ def write_viewer(runs: list[RunInfo], labels: list[str], out_dir: Path) -> Path:
     if data.exists():
         shutil.rmtree(data)
     data.mkdir(parents=True)
-    assets = resources.files("skyeval.report") / "assets"
-    for name in ASSETS:
-        (out_dir / name).write_bytes((assets / name).read_bytes())
+    _copy_assets(resources.files("skyeval.report") / "assets", out_dir)
     index = []
     for i, (run, label) in enumerate(zip(runs, labels)):
         entry = _write_run(run, data / f"r{i}", f"r{i}")
         index.append({"key": f"r{i}", "label": label, "env": run.env, "model": run.model,
-                      "path": str(run.path), **entry})
+                      "answers": "code" if _is_code(run) else "maths", "path": str(run.path), **entry})
     _write_js(data / "index.js", "SKYEVAL_INDEX", {"runs": index})
     return out_dir / "viewer.html"
+
+
+def _copy_assets(source: Traversable, target: Path) -> None:
+    """The page, its script and style, and KaTeX (katex/: script, style, fonts)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                _copy_assets(entry, target / entry.name)
+        else:
+            (target / entry.name).write_bytes(entry.read_bytes())
+
+
+def _is_code(run: RunInfo) -> bool:
+    """Whether the run's extracted answers are programs (a code benchmark), shown as code, not maths."""
+    return str((run.config.get("env") or {}).get("_target_", "")).startswith("skyeval.envs.code.")
 
 
 def _write_run(run: RunInfo, folder: Path, key: str) -> dict[str, Any]:
@@ -90,12 +106,14 @@ class _ChunkWriter:
             answer = str(gen.get("generation") or "")
             prompt_head, answer_tail = prompt[:HEAD], answer[-TAIL:]
             self.prompts.setdefault(pid, prompt)
-            self.texts.append([pid, str(gen.get("reasoning") or ""), answer, gen.get("usage"), gen.get("seed")])
+            self.texts.append([pid, str(gen.get("reasoning") or ""), answer, gen.get("usage"), gen.get("seed"),
+                               answer_text(extracted, FULL), answer_text(gold, FULL)])
             text_at = self.text_chunks * TEXT_CHUNK + len(self.texts) - 1
             if len(self.texts) == TEXT_CHUNK:
                 self._flush_texts()
         self.rows.append([pid, idx, status, int(finish == "length"), int(parse_failed), round(value, 4),
-                          _short(extracted), _short(gold), finish, text_at, prompt_head, answer_tail, error, judge])
+                          answer_text(extracted, SHORT), answer_text(gold, SHORT), finish, text_at, prompt_head,
+                          answer_tail, error, judge])
         self.samples += 1
         if len(self.rows) == LIST_CHUNK:
             self._flush_rows()
@@ -146,8 +164,23 @@ def _judge(record: dict[str, Any]) -> list | None:
             str(record.get("judge_reply") or "")[-2000:]]
 
 
-def _short(value: Any, limit: int = 200) -> str | None:
+def answer_text(value: Any, limit: int) -> str | list[str] | None:
+    """An extracted or gold answer as the viewer shows it: its text (a number as written,
+    never JSON-quoted), or for several golds the list of their texts; cut to about `limit`
+    characters, a cut marked by a final "…"."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        texts, size = [], 0
+        for item in value:
+            text = answer_text(item, limit)
+            if text is None:
+                continue
+            if size >= limit:
+                texts.append("…")
+                break
+            texts.append(text if isinstance(text, str) else ", ".join(text))
+            size += len(texts[-1])
+        return texts
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -24,7 +24,7 @@ from skyeval.paths import CONF_DIR
 from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import earlier_length, estimate, run_cost
-from skyeval.run.logs import announce, setup_logging, to_files
+from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
 
@@ -176,7 +176,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         **redact(describe_run()),
         "config": redact(config.to_dict()),
     }
-    summary["cost"] = run_cost(summary, config.model_config.price)
+    summary["cost"] = run_cost(summary, config.model_config.billed_price)
     if shard.active:
         summary = _finish_shard(folder, shard, summary, outcome, config, started_at)
     else:
@@ -228,7 +228,7 @@ def _finish_shard(folder: RunFolder, shard: Shard, summary: dict[str, Any], outc
     them. Returns the merged summary then, else the shard's own."""
     path = merge.write_state(folder, shard, summary, outcome.metrics, fingerprint(config), started_at)
     counts = summary["counts"]
-    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {counts['samples']} samples, "
+    line = (f"shard {shard.index} of {shard.count} {summary['status']}: {plural(counts['samples'], 'sample')}, "
             f"{counts['scored']} scored, {counts['failed']} failed | state {path}")
     log.info("%s", line)
     print(line, file=sys.stdout, flush=True)
@@ -266,7 +266,7 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
 
     earlier_run = earlier_length(config.logging.results_dir, config.model_config.model_source, env.name)
     report = estimate(env, env.iter_problems(), sampling, config.model_config, wanted, earlier_run)
-    how = report["prompt_tokens_counted_with"] + (" (an estimate)" if report["prompt_tokens_estimated"] else "")
+    how = report["prompt_tokens_counted_with"] + (", an estimate" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
              f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
@@ -276,8 +276,10 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         lines.append(f"  completion tokens expected ~{report['expected_completion_tokens']:,}, from "
                      f"{report['expected_from']}")
     if report["worst_case_cost"] is not None:
+        basis = " (the Batch API's price)" if report["price"] != config.model_config.price else ""
         expected = f"expected cost ${report['expected_cost']:,.2f}, " if report["expected_cost"] is not None else ""
-        lines.append(f"  {expected}worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens")
+        lines.append(f"  {expected}worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens"
+                     f"{basis}")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     if report["first_prompt"] is not None:

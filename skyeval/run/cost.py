@@ -8,12 +8,12 @@ once and counts the prompt tokens of what is still to send:
   OpenAI models, an estimate for others), else ~4 characters a token;
 and says which in `prompt_tokens_counted_with` (`prompt_tokens_estimated` is True unless
 the model's own tokenizer counted them). With `model_config.price` ({input, output} in
-dollars per million tokens) it adds the worst case: every sample sends its prompt and
-generates `max_tokens`, and the expected cost: every sample generates the typical length
-(`expected_completion_tokens`, capped at `max_tokens`), measured in the order of
-`typical_length`: an earlier run of the same model (its mean completion tokens in
-summary.json; on the same benchmark first), else the benchmark's gold solutions (their mean
-length, counted like the prompts: a reasoning model writes several times more).
+dollars per million tokens; `openai_batch` charges its `billed_price`, by default half of it)
+it adds the worst case: every sample sends its prompt and generates `max_tokens`, and the
+expected cost: every sample generates the typical length (`expected_completion_tokens`,
+capped at `max_tokens`): the mean completion tokens of an earlier run of the same model
+(`earlier_length`: its summary.json; on the same benchmark first), else of the benchmark's
+gold solutions (counted like the prompts: a reasoning model writes several times more).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_
         "prompt_tokens_counted_with": method,
         "prompt_tokens_estimated": not exact,
         "max_completion_tokens": samples * sampling.max_tokens,
-        "price": getattr(model_config, "price", None),
+        "price": getattr(model_config, "billed_price", None),  # a batch backend's discount applied
         "worst_case_cost": None,
         "expected_completion_tokens": None,
         "expected_from": None,
@@ -130,8 +130,8 @@ def prompt_counter(model_config: Any) -> tuple[Callable[[Any], int], str, bool]:
     encoding = _tiktoken_encoding(getattr(model_config, "model_source", None) or "")
     if encoding is not None:
         return (lambda prompt: _chat_tokens(prompt, lambda text: len(encoding.encode(text, disallowed_special=())))), \
-            f"tiktoken {encoding.name} (estimated)", False
-    return (lambda prompt: _chat_tokens(prompt, lambda text: (len(text) + 3) // 4)), "chars/4 (estimated)", False
+            f"tiktoken {encoding.name}", False
+    return (lambda prompt: _chat_tokens(prompt, lambda text: (len(text) + 3) // 4)), "chars/4", False
 
 
 def _chat_tokens(prompt: Any, count: Callable[[str], int]) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from skyeval.grading import GradingConfig, Judge, JudgeCache, rule_verdict
 from skyeval.grading.apply import GradingStep
 from skyeval.results import RunFolder, write_json
+from skyeval.run.logs import plural
 
 log = logging.getLogger("skyeval")
 
@@ -61,7 +62,7 @@ class RunJudging:
             try:
                 decided = self.step.decide(batch)
             except Exception as err:  # noqa: BLE001 - the judge broke: these samples keep the rules' grade
-                log.error("judge step failed on %d samples (the rules' scores stand): %s: %s", len(batch),
+                log.error("judge step failed on %s (the rules' scores stand): %s: %s", plural(len(batch), "sample"),
                           type(err).__name__, err)
                 self.step.counts["judge_errors"] += len(batch)
                 decided = [{**result, "graded_by": "rules", "rule_verdict": rule_verdict(result),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skyeval.backends.ray_logs import send_ray_logs_to
 from skyeval.config.secrets import redact_text, secret_values
 from skyeval.results import RunFolder
 
@@ -29,7 +30,8 @@ class SecretFilter(logging.Filter):
 
 
 def setup_logging(log_file: Path, level: str = "INFO") -> None:
-    """Log `skyeval.*` to stderr and to `log_file` (appended across resumes)."""
+    """Log `skyeval.*` to stderr and to `log_file` (appended across resumes); Ray's own
+    lines (`skyeval.backends.ray_logs`) to `log_file` only."""
     root = logging.getLogger("skyeval")
     root.setLevel(level)
     for handler in list(root.handlers):
@@ -41,6 +43,12 @@ def setup_logging(log_file: Path, level: str = "INFO") -> None:
         handler.addFilter(SecretFilter())
         root.addHandler(handler)
     root.propagate = False
+    send_ray_logs_to(root.handlers[-1])
+
+
+def plural(count: int, noun: str) -> str:
+    """"1 sample", "2 samples"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def announce(summary: dict[str, Any], folder: RunFolder) -> None:
@@ -49,20 +57,21 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
     counts, metrics = summary["counts"], summary["metrics"]
     window = summary.get("date_window")
     env = summary["env"] + (f" (dates {window['shown']})" if window else "")
-    line = f"{summary['status']}: {env} | {counts['samples']} samples, {counts['scored']} scored, {counts['failed']} failed"
+    line = f"{summary['status']}: {env} | {plural(counts['samples'], 'sample')}, {counts['scored']} scored, {counts['failed']} failed"
     if metrics.get("accuracy") is not None:
         line += f" | accuracy {metrics['accuracy']:.4f}"
         interval = (metrics.get("intervals") or {}).get("accuracy")
         if interval and interval.get("ci95") and None not in interval["ci95"]:
             low, high = interval["ci95"]
-            line += f" (95% CI {low:.4f}-{high:.4f}, {interval['problems']} problems x n={interval['n']})"
+            line += f" (95% CI {low:.4f}-{high:.4f}, {plural(interval['problems'], 'problem')} x n={interval['n']})"
         if counts["failed"] and metrics.get("accuracy_scored_only") is not None:
             line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
     if metrics.get("truncated_rate"):
         line += f" | truncated {metrics['truncated_rate']:.1%}"
     to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
     if counts["failed"]:
-        log.warning("%d samples failed: see %s (retry them with retry_failures=true)", counts["failed"], folder.dir("failures"))
+        log.warning("%s failed: see %s (retry them with retry_failures=true)", plural(counts["failed"], "sample"),
+                    folder.dir("failures"))
     print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
 
 

@@ -207,7 +207,13 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
                              "counts": s["counts"]} for s in states]},
         "config": config,
     })
-    summary["cost"] = run_cost(summary, config["model_config"].get("price"))
+    if "batches" in (base.get("backend") or {}):  # openai_batch: every shard's batches
+        from skyeval.backends.openai_batch import merged_describe
+
+        summary["backend"] = merged_describe([s["backend"] for s in states])
+    # at the price the shards billed (a batch API's discount applied)
+    billed = next((s["cost"]["price"] for s in states if s.get("cost")), config["model_config"].get("price"))
+    summary["cost"] = run_cost(summary, billed)
     if any(s.get("grading") for s in states):
         summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
     return summary

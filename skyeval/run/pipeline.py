@@ -31,6 +31,7 @@ from skyeval.grading import GradingConfig
 from skyeval.metrics import MetricsAccumulator
 from skyeval.results import KeySet, PartWriter, RunFolder, Shard, content_hash, key_hash, key_of
 from skyeval.run.judging import RunJudging
+from skyeval.run.logs import plural
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
@@ -215,8 +216,8 @@ class _Pipeline:
             todo = sum(not self.earlier.done((pid, i), self.stage, self.retry_failures, made)
                        and not self._reusable((pid, i), made) for i in range(self.n))
             problems, samples, requests = problems + 1, samples + todo, requests + bool(todo)
-        log.info("resuming: %d requests to send (%d of %d samples); the folder holds the rest", requests, samples,
-                 problems * self.n)
+        log.info("resuming: %s to send (%d of %s); the folder holds the rest", plural(requests, "request"), samples,
+                 plural(problems * self.n, "sample"))
 
     def _reusable(self, key: tuple[str, int], made: tuple[str, str] | None) -> bool:
         """Whether an earlier generation of the sample can be (re)scored instead of generated
@@ -275,6 +276,9 @@ class _Pipeline:
     # ---- generate and score -----------------------------------------------------------------
     def generate_here(self) -> None:
         """The backend generates in this process; results are written and scored here."""
+        use_state_dir = getattr(self.env.backend, "use_state_dir", None)
+        if use_state_dir is not None:  # openai_batch: its batch ids and files, one folder per shard
+            use_state_dir(self.folder.path / "batches" / (self.shard.name if self.shard.active else "run"))
         try:
             for result in self.env.backend.generate(self.requests(), self.env.sampling):
                 self.on_result(result)
@@ -347,7 +351,7 @@ class _Pipeline:
         """Score saved generations that have no score yet (a crash between generating and
         scoring, or the `score` stage), streaming them from the earlier part files. Holds the
         problems concerned: all of them for the `score` stage."""
-        log.info("scoring saved generations of %d problems", len(self.rescore))
+        log.info("scoring saved generations of %s", plural(len(self.rescore), "problem"))
         self.pool = self.pool or scoring_pool(self.env, self.score_workers)
         for record in self.earlier.generations():
             key = key_of(record)
@@ -380,15 +384,17 @@ class _Pipeline:
         self.recorder.close()
         for path in self.old_per_problem:
             path.unlink(missing_ok=True)
-        log.info("%s %d samples of %d problems in %.1fs: %d scored, %d failed", self.stage, outcome.samples,
-                 outcome.problems, time.monotonic() - self.progress.start, outcome.scored, outcome.failed)
+        log.info("%s %s of %s in %.1fs: %d scored, %d failed", self.stage, plural(outcome.samples, "sample"),
+                 plural(outcome.problems, "problem"), time.monotonic() - self.progress.start, outcome.scored,
+                 outcome.failed)
         if self.unscorable:
-            log.error("%d samples could not be scored (scoring workers could not run): they are in failures/ "
-                      "with error_type infrastructure; re-run the same command to score them", self.unscorable)
+            log.error("%s could not be scored (scoring workers could not run): they are in failures/ "
+                      "with error_type infrastructure; re-run the same command to score them",
+                      plural(self.unscorable, "sample"))
         if outside:  # a smaller re-run: say what summary.json (and every view of it) counts
-            log.info("this run selects %d problems x n=%d; the folder also holds %d earlier samples outside "
+            log.info("this run selects %s x n=%d; the folder also holds %s outside "
                      "that selection: kept, not counted (summary.json, report, compare and the viewer read "
-                     "the selection)", outcome.problems, self.n, outside)
+                     "the selection)", plural(outcome.problems, "problem"), self.n, plural(outside, "earlier sample"))
         if outcome.problems == 0:
             log.warning("env %s has no problems%s: nothing to do", self.env.name,
                         f" (env.limit={self.env.limit})" if self.env.limit is not None else "")
@@ -402,4 +408,4 @@ class _Pipeline:
                                  "(run evaluate to generate them again)"}
         for what, count in self.changed.items():
             if count:
-                log.warning("%d samples: %s", count, said[what])
+                log.warning("%s: %s", plural(count, "sample"), said[what])

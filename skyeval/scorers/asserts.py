@@ -3,7 +3,7 @@
 HumanEval/LeetCode `check(candidate)` bodies and MBPP `assert f(x) == y` lines become
 `CallTest`s: the sandbox only calls the function with the arguments, the scorer compares
 the value it returns. A statement that is not one of the shapes below stays in the
-`residual` test code, which runs next to the program (`grading: in_process`).
+`residual` test code, which runs on the trusted side (`skyeval.scorers.trusted_check`).
 
 Shapes (C = a call of the function under test with literal arguments, E = a literal):
 `C == E` (either side), `C is True|False|None`, `C`, `not C`, `abs(C - E) < tol` (or
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import functools
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from skyeval.scorers.compare import Tolerance
@@ -33,7 +34,7 @@ _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
            ast.Pow: lambda a, b: a ** b}
 # never the function under test in an MBPP assert (they wrap it); any other name may be,
 # builtins included (MBPP task 448 defines its own `sum`)
-_NOT_TARGETS = frozenset({"set", "sorted", "tuple", "list", "abs", "isclose", "len", "round", "str", "int", "float"})
+NOT_TARGETS = frozenset({"set", "sorted", "tuple", "list", "abs", "isclose", "len", "round", "str", "int", "float"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class CallTest:
     # Empty source: the arguments are sent as values (call tests, whose arguments are JSON).
     source: str = ""
     bindings: tuple[tuple[str, str], ...] = ()
+    # None: the arguments are built before any program code runs. Else they are built in the
+    # program's namespace after the program, once this test code ran there (MBPP's arguments
+    # name the program's own classes, `Pair(5, 24)`, or what its `test_setup_code` bound).
+    setup: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,16 @@ class _Sources:
 
 
 _WRAPPERS = ("set", "sorted", "tuple", "list")
+
+
+class _Late:
+    """An argument's value that only exists once the program ran (built from its source there)."""
+
+    def __repr__(self) -> str:
+        return "<built after the program>"
+
+
+LATE = _Late()
 _MAX_UNROLL = 1000
 
 
@@ -162,13 +177,85 @@ def _literal(node: ast.AST, names: dict[str, Any]) -> Any:
     raise _Unconvertible(f"not a literal: {type(node).__name__}")
 
 
+@dataclass(frozen=True)
+class Shape:
+    """An assert in one of the shapes above: `comparison` of the value of `call` (the function
+    under test) with `expected` (None for truthy/falsy). `expected_first`: the test writes the
+    expected side first (`E == C`), so it is evaluated first. `tolerance`: the bound of
+    `abs(C - E) < bound`, or the keyword nodes of `math.isclose` by name."""
+
+    comparison: str
+    call: ast.Call
+    expected: ast.AST | None = None
+    expected_first: bool = False
+    tolerance: tuple[tuple[str, ast.AST], ...] = ()
+
+
+def match(expr: ast.AST, is_target: Callable[[ast.AST], bool]) -> Shape | None:
+    """The shape of an assert's expression, `is_target` telling calls of the function under
+    test; None when it is none of the shapes."""
+    if is_target(expr):
+        return Shape("truthy", expr)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) and is_target(expr.operand):
+        return Shape("falsy", expr.operand)
+    if isinstance(expr, ast.Call) and _is_isclose(expr.func) and len(expr.args) == 2:
+        sides = [is_target(a) for a in expr.args]
+        options = tuple((k.arg, k.value) for k in expr.keywords)
+        if sides.count(True) == 1 and {name for name, _ in options} <= {"rel_tol", "abs_tol"}:
+            first = not sides[0]
+            call, other = (expr.args[1], expr.args[0]) if first else (expr.args[0], expr.args[1])
+            return Shape("isclose", call, other, first, options)
+        return None
+    if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1):
+        return None
+    left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+    if isinstance(op, ast.Eq):
+        for side, other, first in ((left, right, False), (right, left, True)):
+            found = _wrapped(side, is_target)
+            if found:
+                return Shape(found[0], found[1], other, first)
+    if isinstance(op, ast.Is) and is_target(left) and isinstance(right, ast.Constant) \
+            and type(right.value) in (bool, type(None)):
+        return Shape("is", left, right)
+    if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Call) and isinstance(left.func, ast.Name) \
+            and left.func.id == "abs" and len(left.args) == 1 and not left.keywords \
+            and isinstance(left.args[0], ast.BinOp) and isinstance(left.args[0].op, ast.Sub):
+        diff = left.args[0]
+        kind = "abs_lt" if isinstance(op, ast.Lt) else "abs_le"
+        for side, other, first in ((diff.left, diff.right, False), (diff.right, diff.left, True)):
+            if is_target(side):
+                return Shape(kind, side, other, first, (("bound", right),))
+    return None
+
+
+def _wrapped(node: ast.AST, is_target: Callable[[ast.AST], bool]) -> tuple[str, ast.Call] | None:
+    """("eq"|"set"|"sorted"|"tuple"|"list", the call) for C, set(C), sorted(C) ..."""
+    if is_target(node):
+        return "eq", node
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS
+            and len(node.args) == 1 and not node.keywords and is_target(node.args[0])):
+        return node.func.id, node.args[0]
+    return None
+
+
+def tolerance_of(comparison: str, values: dict[str, Any]) -> tuple[float, ...]:
+    """A CallTest's `tolerance` from the values of a shape's tolerance nodes."""
+    if comparison == "isclose":
+        return float(values.get("rel_tol", 1e-9)), float(values.get("abs_tol", 0.0))
+    return (float(values["bound"]),) if "bound" in values else ()
+
+
 class _Reader:
     """Reads assert statements; `candidate` names the function under test (None: any
     call of a name other than the wrappers (set, sorted, abs ...), as in MBPP's
-    `assert remove_Occ("hello", "l") == "heo"`)."""
+    `assert remove_Occ("hello", "l") == "heo"`). With `late`, an argument that is not a
+    literal is built in the program's namespace after the program (MBPP's arguments name
+    what the program defines, `Pair(5, 24)`, or what `test_setup_code` bound, `root`); the
+    expected value must still be a literal."""
 
-    def __init__(self, candidate: str | None, names: dict[str, Any], sources: _Sources | None = None) -> None:
-        self.candidate, self.names, self.sources = candidate, names, sources or _Sources()
+    def __init__(self, candidate: str | None, names: dict[str, Any], sources: _Sources | None = None,
+                 late: bool = False) -> None:
+        self.candidate, self.names, self.sources, self.late = candidate, names, sources or _Sources(), late
 
     def _is_target(self, node: ast.AST) -> bool:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
@@ -176,13 +263,21 @@ class _Reader:
         name = node.func.id
         if self.candidate is not None:
             return name == self.candidate
-        return name not in _NOT_TARGETS and name not in self.names
+        return name not in NOT_TARGETS and name not in self.names
+
+    def _argument(self, node: ast.AST) -> Any:
+        try:
+            return literal(node, self.names)
+        except _Unconvertible:
+            if not self.late:
+                raise
+            return LATE
 
     def _call(self, node: ast.Call) -> tuple[str | None, tuple, dict, str, tuple[tuple[str, str], ...]]:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise _Unconvertible("*args or **kwargs")
-        args = tuple(literal(a, self.names) for a in node.args)
-        kwargs = {k.arg: literal(k.value, self.names) for k in node.keywords}
+        args = tuple(self._argument(a) for a in node.args)
+        kwargs = {k.arg: self._argument(k.value) for k in node.keywords}
         texts = [self.sources.text(a) for a in node.args]
         named = [(k.arg, self.sources.text(k.value)) for k in node.keywords]
         source = ("(" + "".join(f"{text}, " for text, _ in texts) + "), {"
@@ -190,74 +285,24 @@ class _Reader:
         reads = frozenset().union(*(r for _, r in texts), *(r for _, (_, r) in named))
         return (None if self.candidate else node.func.id), args, kwargs, source, self.sources.lines(reads)
 
-    def _wrapped(self, node: ast.AST) -> tuple[str, ast.Call] | None:
-        """("eq"|"set"|"sorted"|"tuple"|"list", the call) for C, set(C), sorted(C) ..."""
-        if self._is_target(node):
-            return "eq", node
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS
-                and len(node.args) == 1 and not node.keywords and self._is_target(node.args[0])):
-            return node.func.id, node.args[0]
-        return None
-
-    def _test(self, call: ast.Call, expected: Any = None, comparison: str = "eq", tolerance: tuple = ()) -> CallTest:
-        function, args, kwargs, source, bindings = self._call(call)
-        return CallTest(function, args, kwargs, expected, comparison, tolerance, source, bindings)
-
     def read(self, stmt: ast.stmt) -> CallTest:
         if not isinstance(stmt, ast.Assert):
             raise _Unconvertible("not an assert")
-        expr = stmt.test
-        if self._is_target(expr):
-            return self._test(expr, comparison="truthy")
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) and self._is_target(expr.operand):
-            return self._test(expr.operand, comparison="falsy")
-        if isinstance(expr, ast.Call) and _is_isclose(expr.func) and len(expr.args) == 2:
-            sides = [self._is_target(a) for a in expr.args]
-            if sides.count(True) == 1:
-                call, other = (expr.args[0], expr.args[1]) if sides[0] else (expr.args[1], expr.args[0])
-                options = {k.arg: literal(k.value, self.names) for k in expr.keywords}
-                if set(options) - {"rel_tol", "abs_tol"}:
-                    raise _Unconvertible("isclose options")
-                tolerance = (float(options.get("rel_tol", 1e-9)), float(options.get("abs_tol", 0.0)))
-                return self._test(call, literal(other, self.names), "isclose", tolerance)
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-            return self._compare(expr.left, expr.ops[0], expr.comparators[0])
-        raise _Unconvertible("unsupported assert shape")
-
-    def _compare(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> CallTest:
-        if isinstance(op, ast.Eq):
-            for side, other in ((left, right), (right, left)):
-                found = self._wrapped(side)
-                if found:
-                    kind, call = found
-                    expected = _unwrap(other, kind, self.names)
-                    return self._test(call, expected, kind)
-        if isinstance(op, ast.Is) and self._is_target(left) and isinstance(right, ast.Constant) \
-                and right.value in (True, False, None) and type(right.value) in (bool, type(None)):
-            return self._test(left, right.value, "is")
-        if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Call) and isinstance(left.func, ast.Name) \
-                and left.func.id == "abs" and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp) \
-                and isinstance(left.args[0].op, ast.Sub):
-            diff = left.args[0]
-            bound = float(literal(right, self.names))
-            kind = "abs_lt" if isinstance(op, ast.Lt) else "abs_le"
-            for side, other in ((diff.left, diff.right), (diff.right, diff.left)):
-                if self._is_target(side):
-                    return self._test(side, literal(other, self.names), kind, (bound,))
-        raise _Unconvertible("unsupported comparison")
+        shape = match(stmt.test, self._is_target)
+        if shape is None:
+            raise _Unconvertible("unsupported assert shape")
+        if shape.comparison == "is":
+            expected = shape.expected.value
+        else:
+            expected = None if shape.expected is None else literal(shape.expected, self.names)
+        tolerance = tolerance_of(shape.comparison, {k: literal(v, self.names) for k, v in shape.tolerance})
+        function, args, kwargs, source, bindings = self._call(shape.call)
+        return CallTest(function, args, kwargs, expected, shape.comparison, tolerance, source, bindings)
 
 
 def _is_isclose(func: ast.AST) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "isclose" and isinstance(func.value, ast.Name)
             and func.value.id == "math") or (isinstance(func, ast.Name) and func.id == "isclose")
-
-
-def _unwrap(node: ast.AST, kind: str, names: dict[str, Any]) -> Any:
-    """The expected side of `set(C) == set(E)` / `sorted(C) == sorted(E)` (or a plain E)."""
-    if kind != "eq" and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == kind \
-            and len(node.args) == 1 and not node.keywords:
-        return _BUILDERS[kind](literal(node.args[0], names))
-    return literal(node, names)
 
 
 def _uses(node: ast.AST, name: str) -> bool:
@@ -352,17 +397,23 @@ def _remember(node: ast.stmt, names: dict[str, Any], sources: _Sources) -> None:
 
 @functools.lru_cache(maxsize=8192)
 def convert_assert(test: str) -> CallTest | None:
-    """One MBPP-style assert line (`assert f(x) == y`); None when it is not one of the shapes."""
+    """One MBPP-style assert line (`assert f(x) == y`), after any setup statements (MBPP's
+    `test_setup_code`, run after the program: its names may be arguments); None when it is
+    not one of the shapes."""
     try:
         tree = ast.parse(test)
     except SyntaxError:
         return None
-    if len(tree.body) != 1:
+    if not tree.body:
         return None
+    *setup, last = tree.body
     try:
-        return _Reader(None, {}).read(tree.body[0])
+        call = _Reader(None, {}, late=True).read(last)
     except _Unconvertible:
         return None
+    if LATE in call.args or LATE in call.kwargs.values():
+        return dataclasses.replace(call, setup=ast.unparse(setup) if setup else "")
+    return call
 
 
 def passes(test: CallTest, got: Any, tol: Tolerance | None = None) -> bool:

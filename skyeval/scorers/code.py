@@ -11,13 +11,17 @@ result then says `grading: in_process`. See docs/sandbox.md.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import dataclasses
 import logging
 import marshal
 import re
 import secrets
+from collections import Counter
 
-from skyeval.scorers.asserts import CallTest, convert_assert, convert_check, passes
+from skyeval.scorers import trusted_check
+from skyeval.scorers.asserts import NOT_TARGETS, CallTest, convert_assert, convert_check, match, passes
 from skyeval.scorers.compare import DEFAULT_TOLERANCE, EXACT, Tolerance, Unrepresentable, as_json, decode, outputs_match
 from skyeval.scorers.sandbox import RunResult, SandboxLimits, SandboxSetupError, run_program
 
@@ -41,15 +45,16 @@ LEETCODE_PRELUDE = "".join(f"from {m} import *\n" for m in (*_MODULES, "builtins
 )
 
 # Runs inside the sandbox (the system Python 3): reads the marker from stdin, loads
-# spec.marshal (program, calls as (how, name, args, kwargs, then, source), the bindings the
-# sources read, residual test code), builds the arguments a call gives as source text (the
-# test's own literals, so a set iterates as the test's would) before any program code runs,
-# runs the program, makes each call and writes one tagged line per result: "i\tv\t<value as tagged
-# JSON>", "i\te\t<error>", or for residual code "j\tr\t" / "j\tf\t<error>". `then` is what
-# the assert itself did to the value in this process: bool() it (`assert C`, `not C`) or
-# iterate it (`set(C)`, `sorted(C)` ... of a generator). Values are
-# encoded by base-class methods (a subclass's overrides never run; other types are
-# refused). It imports no json/re: those would add ~10 ms to every run.
+# spec.marshal (program, calls as (how, name, args, kwargs, then, source, setup), the
+# bindings the sources read, any in-process check), builds the arguments a call gives as
+# source text (the test's own literals, so a set iterates as the test's would) before any
+# program code runs (or, for a call with `setup`, in the program's namespace after the
+# program and that setup code), runs the program, makes each call and writes one tagged
+# line per result: "i\tv\t<value as tagged JSON>", "i\te\t<error>", or for in-process code
+# "j\tr\t" / "j\tf\t<error>". `then` is what the assert itself did to the value in this
+# process: bool() it (`assert C`, `not C`) or iterate it (`set(C)`, `sorted(C)` ... of a
+# generator). Values are encoded by base-class methods (a subclass's overrides never run;
+# other types are refused). It imports no json/re: those would add ~10 ms to every run.
 HARNESS = r'''
 import marshal, os, sys
 from _json import encode_basestring_ascii as _quote
@@ -110,7 +115,9 @@ def _resolve(ns, how, name):
     return ns[name]
 
 def _arguments(spec):
-    """Each call's (args, kwargs), or the error building them raised."""
+    """Each call's (args, kwargs), the error building them raised, or None for a call whose
+    arguments are built after the program (its test setup code needs the program's names);
+    and the scope of the bindings."""
     scope = {"__builtins__": __builtins__}
     try:
         exec(spec["bindings"], scope)
@@ -118,9 +125,12 @@ def _arguments(spec):
     except BaseException as exc:
         failed = exc
     built = []
-    for how, name, args, kwargs, then, source in spec["calls"]:
+    for how, name, args, kwargs, then, source, setup in spec["calls"]:
         if source is None:
             built.append((args, kwargs))
+            continue
+        if setup is not None:
+            built.append(None)
             continue
         try:
             if failed is not None:
@@ -128,18 +138,24 @@ def _arguments(spec):
             built.append(eval(source, scope))
         except BaseException as exc:
             built.append(exc)
-    return built
+    return built, scope
 
+def _late(ns, scope, done, setup, source):
+    """Arguments built in the program's namespace after its test setup code ran there (once)."""
+    if setup not in done:
+        done[setup] = None
+        try:
+            exec(setup, ns)
+        except BaseException as exc:
+            done[setup] = exc
+    if done[setup] is not None:
+        raise done[setup]
+    return eval(source, ns, scope)
+
+''' + trusted_check.OPENING + r'''
 def _main():
-    marker = sys.stdin.readline().strip()
-    out = os.fdopen(os.dup(1), "w")
-    def report(line):
-        out.write("\n" + marker + line + "\n")
-        out.flush()
-    with open("spec.marshal", "rb") as f:
-        spec = marshal.load(f)
-    os.remove("spec.marshal")
-    built = _arguments(spec)
+    spec, report = _open()
+    built, scope = _arguments(spec)
     try:
         code = compile(spec["source"], "solution.py", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -152,12 +168,12 @@ def _main():
     except BaseException as exc:
         report("0\tl\t" + _error(exc))
         return
-    found = {}
-    for i, (how, name, _, _, then, _) in enumerate(spec["calls"]):
+    found, done = {}, {}
+    for i, (how, name, _, _, then, source, setup) in enumerate(spec["calls"]):
         try:
             if isinstance(built[i], BaseException):
                 raise built[i]
-            args, kwargs = built[i]
+            args, kwargs = built[i] if built[i] is not None else _late(ns, scope, done, setup, source)
             if (how, name) not in found:
                 found[how, name] = _resolve(ns, how, name)
             value = found[how, name](*args, **kwargs)
@@ -263,11 +279,14 @@ def _score_stdin(code: str, tests: dict, limits: SandboxLimits, stop: bool,
 
 class HarnessPlan:
     """What one sandboxed harness run does for a tests dict: the program, the calls it
-    makes (with how to find the function), the residual test code run in-process."""
+    makes (with how to find the function), and how the tests that are not literal calls
+    are judged: on the trusted side (`recording`, skyeval.scorers.trusted_check) or, when
+    that cannot be done, as `residual` test code run next to the program (in_process)."""
 
     def __init__(self, program: str, tests: dict, float_rule: str = "tolerant") -> None:
         kind = tests["type"]
-        self.header, self.source, self.residual = "", program, []
+        self.header, self.source, self.residual, self.recording = "", program, [], None
+        self.trusted = False  # some of the test's code ran on the trusted side
         self.json_view = self.unwrap = False
         if kind == "call":
             self.header, self.how, self.json_view = LEETCODE_PRELUDE, "method", True
@@ -279,18 +298,46 @@ class HarnessPlan:
             self.how, self.calls = "eval", [_bound(c, tests["entry_point"]) for c in converted.calls]
             self.source = f"{tests.get('prelude') or ''}\n{program}"
             if converted.residual is not None:
-                self.residual = [f"{converted.residual}\ncheck({tests['entry_point']})\n"]
+                self._trusted((f"{converted.residual}\ncheck({trusted_check.CANDIDATE})\n",),
+                              _check_parameter(converted.residual), tests["entry_point"], tests,
+                              [f"{converted.residual}\ncheck({tests['entry_point']})\n"])
         else:
             self.how, self.calls = "eval", []
             self.source = f"{tests.get('setup') or ''}\n{program}"
+            left = []
             for test in tests["asserts"]:
                 call = convert_assert(test)
-                (self.calls if call else self.residual).append(call or test)
+                (self.calls if call else left).append(call or test)
+            if left:
+                target = _function_under_test(self.calls, left)
+                self._trusted(tuple(left), target, target, tests, left)
         self.verdicts = Verdicts(tests, float_rule)
+
+    def _trusted(self, chunks: tuple[str, ...], target: str | None, function: str, tests: dict,
+                 residual: list[str]) -> None:
+        """Judge `chunks` of test code on the trusted side; else run `residual` in-process."""
+        try:
+            if target is None:
+                raise trusted_check.Unrecordable("no function under test found in the test")
+            recording = trusted_check.record(chunks, target, function=function, header=self.source_header(tests),
+                                             reference=tests.get("reference"))
+        except trusted_check.Unrecordable as why:
+            trusted_check.warn_once(str(why))
+            self.residual = residual
+            return
+        self.calls = [*self.calls, *recording.calls]
+        self.recording = recording if recording.replay else None
+        self.trusted = True
+
+    @staticmethod
+    def source_header(tests: dict) -> str:
+        """What the test's code runs after on the trusted side, before the reference solution."""
+        return tests.get("prelude") or tests.get("setup") or ""
 
     @property
     def total(self) -> int:
-        return len(self.calls) + len(self.residual)
+        judged = sum(c.comparison != "replay" for c in self.calls)
+        return judged + (self.recording.chunks if self.recording else 0) + len(self.residual)
 
     @property
     def grading(self) -> str:
@@ -301,7 +348,7 @@ class HarnessPlan:
         read from a test's source go as that source (built in the sandbox, as the test
         builds them: a rebuilt set could iterate in another order); call tests' as values."""
         calls = [(self.how, c.function, () if c.source else c.args, {} if c.source else c.kwargs,
-                  _THEN.get(c.comparison), c.source or None) for c in self.calls]
+                  _THEN.get(c.comparison), c.source or None, c.setup) for c in self.calls]
         bindings = dict(b for c in self.calls for b in c.bindings)
         lines = "".join(f"{name} = {text}\n" for name, text in sorted(bindings.items(), key=lambda b: int(b[0][2:])))
         spec = {"source": self.source, "header": self.header, "calls": calls, "bindings": lines,
@@ -328,6 +375,36 @@ _THEN = {"truthy": "bool", "falsy": "bool", "set": "list", "sorted": "list", "tu
 
 def _bound(call: CallTest, entry_point: str) -> CallTest:
     return dataclasses.replace(call, function=entry_point)
+
+
+def _check_parameter(test: str) -> str | None:
+    """The name `def check(candidate)` gives the function under test."""
+    for node in ast.parse(test).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "check" and node.args.args:
+            return node.args.args[0].arg
+    return None
+
+
+def _function_under_test(calls: list[CallTest], asserts: list[str]) -> str | None:
+    """The function an MBPP-style problem's asserts call: the converted calls' one, else
+    the one a known assert shape calls."""
+    names = Counter(c.function for c in calls if c.function)
+    called: Counter = Counter()  # else: the names the asserts call that are not builtins
+    for test in asserts:
+        try:
+            tree = ast.parse(test)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                shape = match(node.test, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                              and n.func.id not in NOT_TARGETS)
+                if shape is not None:
+                    names[shape.call.func.id] += 1
+                called.update(n.func.id for n in ast.walk(node) if isinstance(n, ast.Call)
+                              and isinstance(n.func, ast.Name) and not hasattr(builtins, n.func.id))
+    found = names or called
+    return found.most_common(1)[0][0] if found else None
 
 
 def _reported(stdout: str, marker: str) -> dict[tuple[str, int], tuple[str, str]]:
@@ -358,9 +435,9 @@ def _error_kind(payload: str) -> str:
 
 
 def _score_harness(plan: HarnessPlan, limits: SandboxLimits) -> tuple[list[str | None], int, str | None, str]:
-    """Run all calls and residual tests in one sandboxed harness; return per-test failure
-    kinds (None = passed), the test count, the limit that ended it ("cpu" | "wall" | None)
-    and how the tests were graded."""
+    """Run all calls (and any in-process check) in one sandboxed harness, then any trusted
+    replay; return per-test failure kinds (None = passed), the test count, the limit that
+    ended it ("cpu" | "wall" | None) and how the tests were graded."""
     marker = f"@@skyeval-{secrets.token_hex(16)}@@"
     run = run_program(HARNESS, marker + "\n", limits=limits, files={"spec.marshal": plan.spec()})
     found = _reported(run.stdout, marker)
@@ -369,14 +446,38 @@ def _score_harness(plan: HarnessPlan, limits: SandboxLimits) -> tuple[list[str |
         return ["compile_error" if status == "c" else _error_kind(payload)], plan.total, None, plan.grading
     unfinished = _run_failure(run) if run.status != "ok" else "runtime_error"
     kinds: list[str | None] = []
+    values: list[tuple[str, object]] = []  # the returned values the trusted replay judges
     for i, call in enumerate(plan.calls):
         status, payload = found.get(("call", i), ("", ""))
+        if call.comparison == "replay":
+            values.append(_value(payload) if status == "v" else
+                          (_error_kind(payload) if status == "e" else unfinished, None))
+            continue
         kinds.append(plan.judge(call, payload) if status == "v" else _error_kind(payload) if status == "e"
                      else unfinished)
+    if plan.recording is not None:
+        kinds.extend(_replayed(plan.recording, values, limits))
     for j in range(len(plan.residual)):
         status, payload = found.get(("residual", j), ("", ""))
         kinds.append(None if status == "r" else _error_kind(payload) if status == "f" else unfinished)
     return kinds, plan.total, run.timeout, plan.grading
+
+
+def _value(payload: str) -> tuple[str, object]:
+    try:
+        return "v", decode(payload)
+    except Unrepresentable:
+        return "wrong_answer", None
+
+
+def _replayed(recording: trusted_check.Recording, values: list[tuple[str, object]],
+              limits: SandboxLimits) -> list[str | None]:
+    """Per part of the check run again with the program's values: None (passed), the kind
+    of the program's own failure in one of that part's calls, or wrong_answer."""
+    verdicts = trusted_check.replay(recording, values, limits)
+    starts = recording.replay["starts"]
+    return [next((kind for kind, _ in values[starts[c]:starts[c + 1]] if kind != "v"), verdict)
+            if verdict else None for c, verdict in enumerate(verdicts)]
 
 
 def _with_starter(code: str, starter_code: str | None) -> str:

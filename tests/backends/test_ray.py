@@ -146,13 +146,18 @@ def test_a_cli_run_on_one_small_node_writes_and_scores_on_its_writer(tiny_model,
     CPU to spare the writer asks for none, so the CPU replica and the render/finish tasks
     still fit beside it (asking for one, the run waited forever)."""
     kwargs = ", ".join(f"{k}: {json.dumps(v)}" for k, v in CPU_ENGINE_KWARGS.items())
-    run_cli("evaluate", "+env=gsm8k", "env.limit=12", "model_config=ray", f"model_config.model_source={tiny_model}",
-            "model_config.ray_address=local", "model_config.use_cpu=true", f"+model_config.engine_kwargs={{{kwargs}}}",
-            "sampling_params.max_tokens=8", "scaling.batch_size=4", f"logging.results_dir={tmp_path}", cwd=REPO,
-            env={"PYTHONPATH": str(REPO)}, timeout=600)
+    proc = run_cli("evaluate", "+env=gsm8k", "env.limit=12", "model_config=ray", f"model_config.model_source={tiny_model}",
+                   "model_config.ray_address=local", "model_config.use_cpu=true",
+                   f"+model_config.engine_kwargs={{{kwargs}}}", "sampling_params.max_tokens=8", "scaling.batch_size=4",
+                   f"logging.results_dir={tmp_path}", cwd=REPO, env={"PYTHONPATH": str(REPO)}, timeout=600)
     (folder,) = tmp_path.iterdir()
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     assert summary["status"] == "complete" and summary["counts"]["scored"] == 12
+    # Ray's own lines (tests/backends/test_ray_logs.py) are in logs.txt, not on the console
+    logs = (folder / "logs.txt").read_text(encoding="utf-8")
+    for line in ("core_worker.cc", "Progress bars disabled"):
+        assert line in logs and line not in proc.stderr + proc.stdout, line
+    assert not (folder / ".lock-run").exists()
     for kind in ("generations", "scores"):
         parts = [p.name for p in RunFolder(folder).parts(kind) if not p.name.startswith("per_problem")]
         assert parts and all(name.startswith("w") for name in parts)  # the writer's, not the driver's

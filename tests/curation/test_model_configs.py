@@ -13,7 +13,8 @@ from skyeval.errors import ConfigError
 from tests.conftest import REPO
 
 GROUPS = sorted(p.stem for p in (CONF_DIR / "model_config").glob("*.yaml"))
-EXPECTED = {"reference": "ReferenceConfig", "openai": "HTTPConfig", "vllm": "VLLMConfig", "ray": "RayConfig"}
+EXPECTED = {"reference": "ReferenceConfig", "openai": "HTTPConfig", "openai_batch": "OpenAIBatchConfig",
+            "vllm": "VLLMConfig", "ray": "RayConfig"}
 
 
 def _curate():

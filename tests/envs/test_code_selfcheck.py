@@ -59,6 +59,7 @@ def test_cli_humaneval_reference_scores_full_marks(tmp_path, data_dir):
     assert summary["metrics"]["accuracy"] == 1.0
     sandbox = summary["scoring"]["sandbox"]
     assert sandbox["python"] and sandbox["python_version"].startswith("3.") and sandbox["protections"]["rlimits"]
-    # 158 problems' asserts all convert; 6 keep a random or computed check that runs in-process
-    assert summary["scoring"]["grading"] == {"in_process": 6 / 164, "isolated": 158 / 164, "samples": 164}
+    # 158 problems' asserts all convert; the 6 with a random or computed check are judged on
+    # the trusted side (on main at 56bee16 they ran in-process: 158/164 isolated)
+    assert summary["scoring"]["grading"] == {"isolated": 1.0, "samples": 164}
     assert summary["scoring"]["float_rule"] == "exact" and summary["scoring"]["passed_by_tolerance"] == 0

@@ -10,6 +10,7 @@ import pytest
 
 from skyeval.envs.data import RowSource, read_records, read_slice
 from skyeval.envs.math import MathEnv
+from skyeval.envs.registry import SkyEnvBuilder
 from skyeval.errors import DataNotFoundError
 
 ROWS = [{"problem": f"What is {i}+1?", "answer": str(i + 1), "solution": f"It is \\boxed{{{i + 1}}}."} for i in range(40)]
@@ -170,3 +171,31 @@ def test_a_reachable_hub_or_offline_flag_is_told_apart(monkeypatch):
         assert hub_unreachable() is None
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         assert hub_unreachable() == "HF_HUB_OFFLINE is set"
+
+
+def test_livecodebench_says_what_the_local_copy_lacks_and_how_to_get_it(data_dir):
+    """The shared mirror's livecodebench folder holds QwQ's prompts without tests: the error
+    named no local copy at all, though the folder is there."""
+    env = SkyEnvBuilder.build("livecodebench", {"data_dir": str(data_dir)})
+    with pytest.raises(DataNotFoundError) as found:
+        next(env.load_rows())
+    message = str(found.value)
+    assert message.startswith(f"env 'livecodebench' reads livecodebench/test.jsonl, livecodebench/test2.jsonl, "
+                              f"livecodebench/test3.jsonl, livecodebench/test4.jsonl, livecodebench/test5.jsonl "
+                              f"under {data_dir}; missing: all of them. ")
+    assert (f"{data_dir / 'livecodebench'} holds qwq_livecodebench_v5_prompts_only.jsonl, whose rows lack "
+            "question_content, public_test_cases, private_test_cases, difficulty.") in message
+    assert (f"Get them with: hf download livecodebench/code_generation_lite test.jsonl test2.jsonl test3.jsonl "
+            f"test4.jsonl test5.jsonl --repo-type dataset --local-dir {data_dir}/livecodebench") in message
+    with pytest.raises(DataNotFoundError, match="missing: all of them"):
+        env.check_data()  # what a run checks before claiming a folder
+
+
+def test_a_copy_in_place_is_read(tmp_path):
+    """Files where the message says (hub rows) are what the env reads."""
+    lcb = (Path(__file__).resolve().parents[1] / "fixtures" / "code" / "livecodebench.jsonl").read_text()
+    (tmp_path / "livecodebench").mkdir()
+    for name in ("test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl"):
+        (tmp_path / "livecodebench" / name).write_text(lcb if name == "test.jsonl" else "")
+    problems = SkyEnvBuilder.build("livecodebench", {"data_dir": str(tmp_path)}).load_problems()
+    assert len(problems) == len(lcb.splitlines()) > 0

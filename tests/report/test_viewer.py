@@ -62,7 +62,8 @@ def test_filters_search_and_detail(report, tmp_path):
         for heading in ("PROMPT", "REASONING", "ANSWER", "EXTRACTED / GOLD"):
             assert heading in detail
         assert "Problem 7: what is 7 plus 7?" in detail and "thinking about 7 sample 0" in detail
-        assert "extracted: 15" in detail and "gold:      14" in detail and "truncated" in detail
+        answers = page.find_element("css selector", "#detail table.answers").text
+        assert answers.split() == ["extracted", "15", "gold", "14"] and "truncated" in detail
         screenshot(page, tmp_path, "viewer_samples")
     finally:
         page.quit()
@@ -133,5 +134,68 @@ def test_100k_samples_stay_usable(tmp_path):
         page.find_element("id", "f-search").send_keys("-999")  # the wrong answers to problem 999
         assert count(page) == sum((999 * 7 + i) % 3 != 0 for i in range(100))
         screenshot(page, tmp_path, "viewer_100k")
+    finally:
+        page.quit()
+
+
+@pytest.fixture
+def maths_report(tmp_path) -> Path:
+    """One math run whose records were written in completion order (problem 10 first),
+    with LaTeX in the problem, the reasoning and the answer, golds as lists, and a formula
+    KaTeX cannot parse."""
+    run = tmp_path / "runs" / "math_run"
+    for sub in ("generations", "scores", "failures"):
+        (run / sub).mkdir(parents=True)
+    order = ["10", "2", "1", "11", "3"]
+    gens, scores = [], []
+    for pid in order:
+        root = int(pid) * 7 % 12  # golds in another order than the ids: 2 (problem 2), 5 (11), 7 (1), 9 (3), 10 (10)
+        gens.append({"id": pid, "sample_idx": 0, "finish_reason": "stop", "seed": 7,
+                     "prompt": [{"role": "user", "content": f"Problem {pid}: find $x$ with $x^2 = \\frac{{{pid}}}{{4}}$. "
+                                                              "Put the answer in \\boxed{}."}],
+                     "reasoning": f"We need $x^2 = \\frac{{{pid}}}{{4}}$, so \\(x = \\sqrt{{{pid}}}/2\\). "
+                                  "A price of $5 and $10 is no formula. Broken: $\\frac{1}{$ stays as written.",
+                     "generation": f"The answer is \\[x = \\frac{{\\sqrt{{{root}}}}}{{2}}\\] so \\boxed{{\\frac{{\\sqrt{{{root}}}}}{{2}}}}"})
+        scores.append({"id": pid, "sample_idx": 0, "score": 1.0, "parse_failed": False, "finish_reason": "stop",
+                       "extracted": f"\\frac{{\\sqrt{{{root}}}}}{{2}}",
+                       "expected": [f"\\frac{{\\sqrt{{{root}}}}}{{2}}", f"\\dfrac{{\\sqrt{{{root}}}}}{{2}}"]})
+    for kind, records in (("generations", gens), ("scores", scores), ("failures", [])):
+        (run / kind / "part-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "summary.json").write_text(json.dumps({
+        "env": "math500", "model": "m", "status": "complete", "stage": "evaluate",
+        "counts": {"problems": 5, "samples": 5, "scored": 5, "failed": 0}, "metrics": {"accuracy": 1.0},
+        "config": {"sampling_params": {"n": 1}, "env": {"_target_": "skyeval.envs.math.MathEnv"}}}))
+    return build_report([tmp_path / "runs"]).parent
+
+
+def test_maths_is_typeset_golds_are_text_and_rows_in_problem_order(maths_report, tmp_path):
+    page = start(tmp_path)
+    try:
+        page.get((maths_report / "viewer.html").as_uri())
+        assert count(page) == 5
+        assert listed_ids(page) == ["1", "2", "3", "10", "11"]  # by problem, not in completion order
+        gold_cells = page.find_elements("css selector", "#list tbody td.gold")
+        assert all(cell.find_elements("css selector", ".katex") for cell in gold_cells)
+        assert not any("[" in cell.text or '"' in cell.text or "\\\\" in cell.text for cell in gold_cells)
+        page.find_element("css selector", "#list tbody tr").click()
+        wait_idle(page)
+        detail = page.find_element("id", "detail")
+        cols = {col.find_element("css selector", "h3").text: col for col in detail.find_elements("css selector", ".col")}
+        prompt, reasoning, answer = cols["PROMPT"], cols["REASONING"], cols["ANSWER"]
+        assert len(prompt.find_elements("css selector", ".katex")) == 2 and "\\boxed{}" in prompt.text  # an empty box stays
+        assert len(reasoning.find_elements("css selector", ".katex")) == 2  # $…$ and \(…\); "$5 and $10" is text
+        assert "A price of $5 and $10 is no formula." in reasoning.text
+        broken = reasoning.find_element("css selector", ".tex-error")  # a formula KaTeX cannot parse: its source
+        assert broken.text == "$\\frac{1}{$" and broken.get_attribute("title")
+        assert answer.find_elements("css selector", ".katex-display") and answer.find_elements("css selector", ".boxpad")
+        gold = detail.find_element("css selector", "table.answers td.gold")
+        assert len(gold.find_elements("css selector", ".katex")) == 2 and "\\frac" not in gold.text.replace("\n", "")[:1]
+        screenshot(page, tmp_path, "viewer_maths")
+        page.find_element("css selector", "#list th[data-sort='problem']").click()  # a second click reverses
+        wait_idle(page)
+        assert listed_ids(page) == ["11", "10", "3", "2", "1"]
+        page.find_element("css selector", "#list th[data-sort='gold']").click()
+        wait_idle(page)
+        assert listed_ids(page) == ["2", "11", "1", "3", "10"]  # by the gold's text, numbers in it as numbers
     finally:
         page.quit()

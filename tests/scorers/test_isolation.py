@@ -47,13 +47,54 @@ def test_expected_values_never_reach_the_sandbox(tests):
     assert not any(SECRET in s for s in _strings(spec)), spec
 
 
-def test_only_unconverted_asserts_enter_the_sandbox():
-    test = (f"def check(candidate):\n    assert candidate(1) == '{SECRET}'\n"
-            "    for a, b in [(1, 2)]:\n        assert candidate(a) == 'RESIDUAL'\n")
-    plan = HarnessPlan("def f(x):\n    return x", {"type": "functional", "entry_point": "f", "test": test})
+def test_checks_run_on_the_trusted_side_send_only_arguments():
+    """A check the literal reader cannot convert (a loop over tuples, an expected value from a
+    helper) runs on the trusted side: the program gets the arguments it computes, never the
+    expected values or the check's text."""
+    test = (f"def want(x):\n    return '{SECRET}' + str(x)\n\n"
+            "def check(candidate):\n    for a, b in [(1, 2), (3, 4)]:\n"
+            "        assert candidate(a, b) == want(a + b) + 'RESIDUAL'\n")
+    plan = HarnessPlan("def f(x, y):\n    return x", {"type": "functional", "entry_point": "f", "test": test})
     spec = marshal.loads(plan.spec())
-    assert plan.grading == "in_process" and len(plan.calls) == 1
-    assert not any(SECRET in s for s in _strings(spec)) and "RESIDUAL" in spec["residual"][0]
+    assert plan.grading == "isolated" and spec["residual"] == [] and plan.total == 2
+    assert [c.args for c in plan.calls] == [(1, 2), (3, 4)]
+    assert [c.expected for c in plan.calls] == [f"{SECRET}3RESIDUAL", f"{SECRET}7RESIDUAL"]
+    assert not any(SECRET in s or "RESIDUAL" in s for s in _strings(spec)), spec
+    right = fenced(f"def f(x, y):\n    return '{SECRET}' + str(x + y) + 'RESIDUAL'")
+    assert score_code(right, {"type": "functional", "entry_point": "f", "test": test})["passed"]
+
+
+def test_property_checks_are_replayed_with_the_programs_values():
+    """`sol = candidate(xs); assert poly(xs, sol) ~ 0` (HumanEval/32): the check runs with the
+    reference solution to record the arguments, then again with the values the program
+    returned; a replay whose calls differ from the recording fails."""
+    test = ("import random\n\ndef check(candidate):\n    rng = random.Random(1)\n    for _ in range(20):\n"
+            "        n = rng.randint(1, 50)\n        root = candidate(n)\n        assert abs(root * root - n) < 1e-6\n")
+    tests = {"type": "functional", "entry_point": "sqrt", "test": test,
+             "reference": "def sqrt(n):\n    return n ** 0.5\n"}
+    plan = HarnessPlan("", tests)
+    assert plan.grading == "isolated" and plan.total == 1 and len(plan.calls) == 20
+    assert {c.comparison for c in plan.calls} == {"replay"}
+    assert score_code(fenced("import math\ndef sqrt(n):\n    return math.sqrt(n)"), tests)["passed"]
+    wrong = score_code(fenced("def sqrt(n):\n    return n / 2"), tests)
+    assert not wrong["passed"] and wrong["failure_kind"] == "wrong_answer"
+    crashing = score_code(fenced("def sqrt(n):\n    raise ValueError(n)"), tests)
+    assert crashing["failure_kind"] == "runtime_error"
+    branching = {**tests, "test": test.replace("        root = candidate(n)\n",
+                                               "        root = candidate(n)\n        if root > 3:\n"
+                                               "            candidate(n + 1)\n")}
+    # the program's values take the check down another path than the reference's: fail
+    assert not score_code(fenced("def sqrt(n):\n    return 10.0 if n == 2 else n ** 0.5"), branching)["passed"]
+
+
+def test_a_check_the_trusted_side_cannot_run_runs_in_process():
+    """Arguments that are objects of the prompt's own classes are not plain data: the check
+    runs next to the program, as the benchmark's own harness runs it, and says so."""
+    test = "def check(candidate):\n    assert candidate(Box(1)) == 1\n"
+    tests = {"type": "functional", "entry_point": "f", "test": test, "prelude": "class Box(int):\n    pass\n"}
+    plan = HarnessPlan("def f(x):\n    return int(x)", tests)
+    assert plan.grading == "in_process" and "Box(1)" in marshal.loads(plan.spec())["residual"][0]
+    assert score_code(fenced("def f(x):\n    return int(x)"), tests)["passed"]
 
 
 def test_ints_compare_exactly_not_within_a_relative_tolerance():
@@ -124,15 +165,28 @@ def test_assert_shapes_convert_and_judge(line, comparison, expected, values):
 
 
 @pytest.mark.parametrize("line", [
-    "assert f(x) == 1",  # a name the test does not define literally
+    "assert f(1) == x",  # an expected value the test does not define literally
     "assert f(1) == g(2)",  # an expected value computed by other code
     "assert len(f(1)) == 3",
     "assert f(1) == 1 and f(2) == 2",
     "assert f(1) < 3",
-    "x = 1\nassert f(x) == 1",
 ])
 def test_other_asserts_are_not_converted(line):
     assert convert_assert(line) is None
+
+
+def test_setup_code_builds_arguments_after_the_program():
+    """MBPP 367: `test_setup_code` builds trees of the program's own `Node` class; it runs in
+    the program's namespace after the program, and only the returned value comes back."""
+    test = convert_assert("root = Node(1)\nroot.left = Node(2)\nassert is_balanced(root) == True")
+    assert test is not None and test.setup.startswith("root = Node(1)") and test.expected is True
+    tests = {"type": "asserts", "asserts": ["root = Node(1)\nroot.left = Node(2)\nassert depth(root) == 2",
+                                            "root = Node(1)\nroot.left = Node(2)\nassert depth(root.left) == 1"]}
+    program = ("class Node:\n    def __init__(self, v):\n        self.v, self.left, self.right = v, None, None\n"
+               "def depth(n):\n    return 0 if n is None else 1 + max(depth(n.left), depth(n.right))\n")
+    result = score_code(fenced(program), tests)
+    assert result["passed"] and result["grading"] == "isolated" and result["tests_total"] == 2
+    assert not score_code(fenced(program + "depth = lambda n: 2\n"), tests)["passed"]
 
 
 def test_check_bodies_convert_loops_and_literal_names_and_drop_assert_true():
@@ -197,8 +251,10 @@ def _check_asserts(test: str) -> int:
 
 @pytest.mark.skipif(not (_data() / "humaneval").exists(), reason="benchmark data missing")
 def test_converted_shares_stated_in_docs():
-    """docs/sandbox.md: HumanEval 1125/1133 asserts (158/164 problems fully isolated), MBPP
-    test split 1497/1500 (499/500), MBPP sanitized 1321/1324, leetcode 492/492."""
+    """docs/sandbox.md: asserts read as literal calls: HumanEval 1125/1133, MBPP test split
+    1500/1500 (all 974: 2916/2922), MBPP sanitized 1321/1324, leetcode 492/492 (on main at
+    56bee16: MBPP 1497/1500 and 2904/2922); the rest runs on the trusted side,
+    so every problem is graded isolated: 164/164, 500/500 (974/974), 427/427, 200/200."""
     import gzip
     import json
 
@@ -217,9 +273,36 @@ def test_converted_shares_stated_in_docs():
     rows = [json.loads(line) for line in (_data() / "mbpp" / "mbpp.jsonl").open()]
     lines = [f"{r['test_setup_code'].strip()}\n{a}".strip() for r in rows if 11 <= r["task_id"] <= 510
              for a in r["test_list"]]  # as MBPPEnv joins them
-    assert (sum(convert_assert(a) is not None for a in lines), len(lines)) == (1497, 1500)
+    assert (sum(convert_assert(a) is not None for a in lines), len(lines)) == (1500, 1500)
+    lines = [f"{r['test_setup_code'].strip()}\n{a}".strip() for r in rows for a in r["test_list"]]
+    assert (sum(convert_assert(a) is not None for a in lines), len(lines)) == (2916, 2922)
     sanitized = [a for r in json.loads((_data() / "mbpp" / "sanitized-mbpp.json").read_text()) for a in r["test_list"]]
     assert (sum(convert_assert(a) is not None for a in sanitized), len(sanitized)) == (1321, 1324)
+
+
+@pytest.mark.skipif(not (_data() / "humaneval").exists(), reason="benchmark data missing")
+def test_every_problem_is_graded_isolated():
+    """No benchmark problem of ours runs a test next to the program any more; the checks that
+    are not literal calls run on the trusted side (HumanEval 32, 33, 38, 50, 53, 151; MBPP 596
+    `tuple_size`, also in the sanitized set, and 912, outside the test split). On main at
+    56bee16: 158/164, 968/974, 426/427."""
+    import json
+
+    from skyeval import SkyEnvBuilder
+
+    def plans(name, knobs=None):
+        env = SkyEnvBuilder.build(name, knobs or {})
+        return {p["id"]: HarnessPlan("", json.loads(p["tests_json"]))
+                for p in (env.to_problem(row, i) for i, row in enumerate(env.load_rows()))}
+
+    for name, knobs, count, trusted in [("humaneval", {}, 164, {"HumanEval/32", "HumanEval/33", "HumanEval/38",
+                                                                 "HumanEval/50", "HumanEval/53", "HumanEval/151"}),
+                                        ("mbpp", {}, 974, {"596", "912"}), ("mbpp", {"sanitized": True}, 427, {"596"}),
+                                        ("leetcode", {}, 200, set())]:
+        found = plans(name, knobs)
+        assert len(found) == count
+        assert {pid for pid, plan in found.items() if plan.grading != "isolated"} == set(), name
+        assert {pid for pid, plan in found.items() if plan.trusted} == trusted, name
 
 
 def test_what_the_assert_does_to_the_value_happens_in_the_sandbox():
