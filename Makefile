@@ -18,6 +18,10 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(EDITABLE) -e ".[dev]"
+# lm-evaluation-harness, for the IFEval agreement test only: --no-deps, because its
+# dependencies pull torch (a multi-GB CUDA build here); its IFEval needs only
+# nltk, langdetect (ours) and immutabledict
+	$(PIP) install -q --no-deps "lm-eval==0.4.13" "immutabledict>=4"
 	touch $@
 
 install: $(VENV)/.installed ## Create .venv and install skyeval with test dependencies

@@ -1,10 +1,12 @@
 """Decontamination and dedup at scale: --rows rows (default 1,000,000) of about 1 KB
-against every math and code benchmark of the local mirror, in one run.
+against every math and code benchmark of the local mirror, the Qwen2.5-Math suite and
+IFEval, in one run.
 
 The rows are written to a JSONL file first (untimed): each is sentences drawn at random
 from MMLU-Pro's model outputs (reasoning text about maths, science and code: n-gram
 lookups hit the benchmark vocabulary, while no benchmark text is copied), cut to ~1 KB; one row in
-1000 has a benchmark problem planted in it, one in 100 is a copy of an earlier row with
+1000 has a benchmark problem planted in it (from MATH-500, the Qwen2.5-Math suite and
+IFEval in turn), one in 100 is a copy of an earlier row with
 its case changed (an exact duplicate). Then `curate.py decontaminate`'s code runs on it
 (index build included in the time), then `dedup`. Printed: rows/s, wall time, rows
 removed (and whether every planted problem was), the CPU time used (this process and its
@@ -32,6 +34,10 @@ from pathlib import Path
 
 MATH_AND_CODE = ["aime24", "aime25", "amc23", "math500", "gsm8k", "minervamath", "olympiadbench", "humaneval",
                  "mbpp", "leetcode", "codeforces", "code_contests", "apps", "livecodebench", "taco", "omni_math"]
+QWEN_SUITE_AND_IFEVAL = ["college_math", "gaokao2023en", "gaokao2024_I", "gaokao2024_II", "gaokao2024_mix",
+                         "gaokao_math_cloze", "gaokao_math_qa", "cmath", "cn_middle_school", "svamp", "asdiv", "mawps",
+                         "carp_en", "sat_math", "mmlu_stem", "aqua", "ifeval"]
+PLANTED_FROM = ["math500", "svamp", "college_math", "ifeval", "gaokao2023en", "mmlu_stem"]
 
 
 class PeakRSS:
@@ -78,7 +84,7 @@ def make_rows(path: Path, count: int, seed: int = 0) -> tuple[set[int], int]:
 
     rng = random.Random(seed)
     pool = sentences()
-    problems = [p["question"] for p in SkyEnvBuilder.build("math500").iter_problems()]
+    problems = [[p["question"] for p in SkyEnvBuilder.build(name).iter_problems()] for name in PLANTED_FROM]
     planted: set[int] = set()
     dups = 0
     recent: list[tuple[str, bool]] = []
@@ -96,7 +102,7 @@ def make_rows(path: Path, count: int, seed: int = 0) -> tuple[set[int], int]:
                     size += len(parts[-1]) + 1
                 text = " ".join(parts)[:1000]
                 if i % 1000 == 500:
-                    text = f"{text[:300]} {rng.choice(problems)}"
+                    text = f"{text[:300]} {rng.choice(problems[(i // 1000) % len(problems)])}"
                     planted.add(i)
                 recent = (recent + [(text, i in planted)])[-50:]
             fh.write(json.dumps({"id": i, "problem": text}) + "\n")
@@ -122,7 +128,7 @@ def main() -> None:
               f"{dups} exact duplicates), written in {time.perf_counter() - started:.0f} s (untimed)")
         print(f"cores {os.cpu_count()}, load average before {os.getloadavg()[0]:.1f}")
 
-        names = [n for n in MATH_AND_CODE if _readable(n)]
+        names = [n for n in MATH_AND_CODE + QWEN_SUITE_AND_IFEVAL if _readable(n)]
         with PeakRSS() as rss:
             cpu, started = _cpu_seconds(), time.perf_counter()
             index = BenchmarkIndex.from_envs(names, **({"paraphrase": None} if args.no_paraphrase else {}))

@@ -345,7 +345,7 @@ def _judged(args: argparse.Namespace, rows: list[dict]) -> list[float | None]:
 
 SFT_COLUMNS = ("id", "sample_idx", "keep")
 PAIR_COLUMNS = ("id", "sample_idx", "prompt", "generation", "reasoning", "reasoning_content", "score", "usage", "keep",
-                "expected", "verdict", "seed", "source", "difficulty")
+                "expected", "verdict", "seed", "source", "difficulty", "transcript")
 BEST_OF_N_COLUMNS = ("id", "sample_idx", "score", "extracted")
 COMMANDS = {"sft": sft, "pairs": pairs, "best-of-n": best_of_n_command, "rewrite": rewrite_command,
             "difficulty": difficulty}

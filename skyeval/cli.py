@@ -286,12 +286,12 @@ def _checked_env(arg: str) -> str:
     key, sep, value = arg.partition("=")
     if not sep or key.lstrip("+~") != "env" or not value:
         return arg
-    from skyeval.envs.registry import SkyEnvBuilder
+    from skyeval.envs.registry import SkyEnvBuilder, packaged_name
 
     names = [name.strip() for name in value.split(",")]
     for name in names:
         SkyEnvBuilder.config(name)  # UnknownEnvError names the closest match
-    return f"{key}={','.join(name.lower() for name in names)}"
+    return f"{key}={','.join(packaged_name(name) for name in names)}"
 
 
 def list_benchmarks(args: list[str]) -> int:

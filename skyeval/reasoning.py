@@ -118,6 +118,16 @@ def split(
     return None, text
 
 
+def joined(reasoning: str | None, text: str, tags: ThinkTags = DEFAULT_THINK_TAGS) -> str:
+    """The completion as one text when a server returned its reasoning apart (`text` as
+    it is otherwise): the reasoning in a think block of `tags` (the default pair when
+    splitting is off), then the text."""
+    if not reasoning:
+        return text
+    start, end = check_tags(tags) or DEFAULT_THINK_TAGS
+    return f"{start}\n{reasoning}\n{end}\n\n{text}"
+
+
 def _strip_open(text: str, start: str) -> str:
     before, found, after = text.partition(start)
     return (before + after if found else text).strip()

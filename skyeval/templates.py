@@ -23,6 +23,9 @@ BOXED_INSTRUCTION = "Please reason step by step, and put your final answer withi
 # prime_rl is PRIME-RL's eval/system_prompt.md, leading newline included).
 SYSTEM_PROMPTS: dict[str, str] = {
     "qwen_math": "Please reason step by step, and put your final answer within \\boxed{}.",
+    # Qwen2.5-Math's tool-integrated reasoning prompt (its README; template=qwen25-math-tir, tools=python)
+    "qwen_math_tir": ("Please integrate natural language reasoning with programs to solve the problem above, "
+                      "and put your final answer within \\boxed{}."),
     "qwen": "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
     "qwq": (
         "You are a helpful and harmless assistant. You are Qwen developed by Alibaba. "

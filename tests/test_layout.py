@@ -13,6 +13,7 @@ RANKS = {
     "templates": 1, "reasoning": 1, "results": 1,
     "metrics": 2, "scorers": 2,
     "backends": 3,
+    "tools": 3.5,  # the turn loop: above the backends and the sandbox, below the envs that use it
     "envs": 4, "grading": 4,
     "config": 5,
     "report": 6, "run": 6, "reward": 6,

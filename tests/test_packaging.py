@@ -34,7 +34,8 @@ def test_wheel_holds_every_module_config_and_viewer_file(wheel):
     configs = {"skyeval/" + str(p.relative_to(ROOT)) for p in (ROOT / "conf").rglob("*.yaml")}
     assets = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval" / "report" / "assets").rglob("*") if p.is_file()}
     assert {"skyeval/report/assets/katex/katex.min.js", "skyeval/report/assets/katex/LICENSE"} <= assets
-    assert modules - names == set() and configs - names == set() and assets - names == set()
+    data = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval" / "envs").rglob("*.json")}  # the Qwen harness's demonstrations
+    assert modules - names == set() and configs - names == set() and assets - names == set() and data - names == set()
 
 
 def test_the_makefiles_editable_install_prints_no_warning(tmp_path):

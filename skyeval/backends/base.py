@@ -15,7 +15,7 @@ and `describe()` reports them. These dataclasses are also the schema of
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, InitVar, asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, InitVar, asdict, dataclass, field, fields, replace
 from numbers import Real
 from typing import Any, ClassVar, Iterable, Iterator, Mapping, Protocol
 
@@ -53,6 +53,10 @@ class SamplingParams:
     seed: int | None = 0
     stop: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # passed through verbatim
+    # budget forcing (s1; skyeval.tools.loop): a thought closed before this many tokens goes
+    # on after "Wait", at most `max_waits` times per sample; null: off
+    min_thinking_tokens: int | None = None
+    max_waits: int = 2
 
     def __post_init__(self) -> None:
         s = "sampling_params"
@@ -72,6 +76,11 @@ class SamplingParams:
         _check(self.stop is None or all(isinstance(x, str) and x for x in self.stop), s, "stop",
                "null or a list of non-empty strings", self.stop)
         _check(isinstance(self.extra, dict), s, "extra", "a mapping of extra parameters", self.extra)
+        _number(s, "min_thinking_tokens", self.min_thinking_tokens, integer=True, optional=True)
+        _check(self.min_thinking_tokens is None or self.min_thinking_tokens >= 1, s, "min_thinking_tokens",
+               "null or an integer >= 1", self.min_thinking_tokens)
+        _number(s, "max_waits", self.max_waits, integer=True)
+        _check(self.max_waits >= 1, s, "max_waits", "an integer >= 1", self.max_waits)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,13 +216,44 @@ class EngineConfig(ModelConfig):
 
 @dataclass
 class GenerationRequest:
-    """All samples still wanted for one problem."""
+    """All samples still wanted for one problem, or one sample to continue.
+
+    `continuation` continues a conversation: the model already wrote this text (with
+    whatever a tool loop appended to it) in its answer to `prompt`, and goes on from its
+    end. Every backend sends it the same way (`continued_prompt`): after a text prompt
+    (the completions endpoint), or as the content of the assistant message that ends a
+    chat prompt (vLLM's `continue_final_message`; joined to a prefill the prompt already
+    ends with). `max_tokens`, when set, is this request's own completion budget (what is
+    left of a continued sample's `sampling.max_tokens`)."""
 
     id: str
     prompt: Prompt
     sample_indices: list[int]
     reference: str | None = None  # gold generation, used by the reference backend only
     problem: dict[str, Any] | None = None  # the templated problem, for backends that score on their workers
+    continuation: str | None = None
+    max_tokens: int | None = None
+
+    def budget(self, sampling: "SamplingParams") -> "SamplingParams":
+        """`sampling` with this request's own `max_tokens`, when it has one."""
+        if self.max_tokens is None or self.max_tokens == sampling.max_tokens:
+            return sampling
+        return replace(sampling, max_tokens=self.max_tokens)
+
+
+def continued_prompt(prompt: Prompt, continuation: str | None) -> Prompt:
+    """The prompt a backend sends for `continuation`: a text prompt with the text appended,
+    or chat messages whose last (assistant) message holds it."""
+    if continuation is None:
+        return prompt
+    if isinstance(prompt, str):
+        return prompt + continuation
+    messages = [dict(m) for m in prompt]
+    if messages and messages[-1].get("role") == "assistant":
+        messages[-1]["content"] = str(messages[-1].get("content", "")) + continuation
+    else:
+        messages.append({"role": "assistant", "content": continuation})
+    return messages
 
 
 @dataclass
@@ -224,6 +264,10 @@ class GenerationResult:
     (None when the model wrote none; see `skyeval.reasoning`). `usage` holds
     `prompt_tokens`, `completion_tokens` (reasoning included) and `reasoning_tokens`
     (None when unknown). `seed` is the seed this sample was generated with.
+
+    `text` is the raw completion, reasoning and its tags included (what a continuation
+    goes on from; not saved). `loop` holds what a turn loop (`skyeval.tools`) adds to the
+    sample's record: its transcript and counts, saved as fields of their own.
     """
 
     id: str
@@ -235,13 +279,19 @@ class GenerationResult:
     usage: dict[str, int | None] | None = None
     reasoning: str | None = None
     seed: int | None = None
+    text: str | None = field(default=None, repr=False)
+    loop: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record's fields: `text` left out, `loop`'s fields (when set) in their own keys."""
+        out = asdict(self)
+        del out["text"]
+        out.update(out.pop("loop") or {})
+        return out
 
 
 def usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int | None,
@@ -285,7 +335,13 @@ class Backend(Protocol):
 
     A backend whose work outlives the process (openai_batch: batches run for hours) may
     define `use_state_dir(path)`: the pipeline names a folder inside the run folder, one per
-    shard, before it generates, and the next run of the same command finds it there."""
+    shard, before it generates, and the next run of the same command finds it there.
+
+    The request iterator may block: a turn loop's feed (`skyeval.tools`) waits while its
+    samples are in a tool. A backend never lets that hold back the requests it already
+    has (it pulls in a thread of its own), and one that sends requests in batches closes
+    a batch rather than wait for more where the source says no request is `ready_now`. One
+    that cannot answer while the run goes on says `continues_samples = False` (openai_batch)."""
 
     def generate(
         self, requests: Iterable[GenerationRequest], sampling: SamplingParams
@@ -294,6 +350,13 @@ class Backend(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+
+def ready_now(source: Any) -> bool:
+    """Whether `source` (a request iterator) can give its next request without waiting:
+    true unless it says otherwise with a `ready()` method (a turn loop's feed does)."""
+    ready = getattr(source, "ready", None)
+    return True if ready is None else bool(ready())
 
 
 def sample_seed(base: int | None, sample_idx: int) -> int | None:

@@ -36,6 +36,7 @@ from skyeval.backends.base import (
     Prompt,
     SamplingParams,
     ScalingConfig,
+    continued_prompt,
     error_result,
     operational,
     sample_seed,
@@ -187,6 +188,12 @@ class OpenAIBackend:
         finally:
             future.cancel()
 
+    @property
+    def continues_messages(self) -> bool:
+        """Whether a chat continuation goes on in the same assistant message: false once
+        the server refused `continue_final_message` (then it answers in a new message)."""
+        return "continue_final_message" not in self._dropped
+
     def describe(self) -> dict[str, Any]:
         config = self.config.described()
         return {
@@ -303,14 +310,15 @@ class OpenAIBackend:
     ) -> None:
         n = len(indices)
         seed = sample_seed(sampling.seed, indices[0])
-        outcome = await self._call(f"{request.id}#{indices[0]}", request.prompt, sampling, n, seed)
+        prompt, asked = continued_prompt(request.prompt, request.continuation), request.budget(sampling)
+        outcome = await self._call(f"{request.id}#{indices[0]}", prompt, asked, n, seed)
         if isinstance(outcome, _Failure):
             for i in indices:
                 emit(outcome.result(request.id, i, sample_seed(sampling.seed, i) if n == 1 else seed))
             return
         self._server = {k: outcome.get(k) for k in ("model", "system_fingerprint")}
-        results = _results(request.id, indices, outcome, seed, self.config.think_tags, chat=isinstance(request.prompt, list),
-                           opened=_prompt_opens_block(request.prompt, self.config.think_tags))
+        results = _results(request.id, indices, outcome, seed, self.config.think_tags, chat=isinstance(prompt, list),
+                           opened=_prompt_opens_block(prompt, self.config.think_tags))
         for result in results:
             emit(result)
         missing = indices[len(results):]
@@ -502,12 +510,13 @@ def _results(
     is reasoning, else 0 when there is no reasoning.
     """
     choices = sorted(response["choices"], key=lambda c: c.get("index") or 0)[: len(indices)]
-    parts = []
+    parts, texts = [], []
     for choice in choices:
         message = (choice.get("message") or {}) if chat else choice
         content = message.get("content") if chat else message.get("text")
         server_reasoning = message.get("reasoning_content") or message.get("reasoning")
         parts.append(reasoning.split(content, think_tags, reasoning=server_reasoning, opened=opened))
+        texts.append(reasoning.joined(server_reasoning, content or "", think_tags))
     usage = response.get("usage") or {}
     lengths = [len(thought or "") + len(answer) for thought, answer in parts]
     completion = _split(usage.get("completion_tokens") or 0, lengths)
@@ -517,11 +526,13 @@ def _results(
         for (t, _), share, length in zip(parts, completion, lengths)
     ]
     results, shared = [], len(choices) > 1
-    for j, (i, (thought, answer), choice, tokens, reasoned) in enumerate(zip(indices, parts, choices, completion, thinking)):
+    for j, (i, (thought, answer), choice, tokens, reasoned, text) in enumerate(
+            zip(indices, parts, choices, completion, thinking, texts)):
         prompt_tokens = (usage.get("prompt_tokens") or 0) if j == 0 else 0
         results.append(GenerationResult(
             request_id, i, generation=answer, reasoning=thought, finish_reason=choice.get("finish_reason"),
             usage=make_usage(prompt_tokens, tokens, reasoned, estimated=shared) if usage else None, seed=seed,
+            text=text,
         ))
     return results
 

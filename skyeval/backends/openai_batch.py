@@ -137,6 +137,7 @@ class OpenAIBatchBackend(OpenAIBackend):
     the `openai` backend's). The pipeline names the state folder with `use_state_dir`."""
 
     config: OpenAIBatchConfig
+    continues_samples = False  # answers come back in batches, within 24 h: no turn loop (skyeval.tools)
 
     def __init__(self, config: OpenAIBatchConfig, scaling: ScalingConfig | None = None, *,
                  api_key: str | None = None) -> None:

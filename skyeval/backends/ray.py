@@ -40,8 +40,10 @@ from skyeval.backends.base import (
     ResultSink,
     SamplingParams,
     ScalingConfig,
+    continued_prompt,
     error_result,
     operational,
+    ready_now,
     sample_seed,
     usage,
 )
@@ -59,7 +61,7 @@ from skyeval.results import RunFolder, dumps
 log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ["id", "sample_idx", "seed", "generation", "reasoning", "finish_reason", "prompt_tokens",
-                  "completion_tokens", "reasoning_tokens", "error", "error_type"]
+                  "completion_tokens", "reasoning_tokens", "error", "error_type", "text"]
 SEGMENT_BATCHES = 256  # samples per segment: this many batches per replica
 
 
@@ -122,7 +124,7 @@ class RayBackend:
         if sink is not None:
             check_visible(sink.folder)
         self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
-        for segment in _segments(iter(requests), self.window(), with_problem=sink is not None):
+        for segment in _segments(iter(requests), self.window(), sampling.max_tokens, with_problem=sink is not None):
             yield from self._run(segment, sampling, sink)
 
     def _run(self, segment: list[dict[str, Any]], sampling: SamplingParams,
@@ -245,20 +247,23 @@ def _lost_errors() -> tuple[type[Exception], ...]:
             exceptions.WorkerCrashedError)
 
 
-def _segments(source: Iterator[GenerationRequest], samples: int,
+def _segments(source: Iterator[GenerationRequest], samples: int, max_tokens: int,
               with_problem: bool = False) -> Iterator[list[dict[str, Any]]]:
-    """The requests as rows (the prompt, and the templated problem `with_problem`,
-    JSON-encoded: text and chat prompts share a column), in lists of about `samples`
-    samples; the next list is read only when asked."""
+    """The requests as rows (the prompt, continued when the request continues a sample,
+    and the templated problem `with_problem`, JSON-encoded: text and chat prompts share a
+    column; the request's completion budget), in lists of about `samples` samples, or
+    fewer where the source has no request ready (a turn loop whose samples are in tools);
+    the next list is read only when asked."""
     segment: list[dict[str, Any]] = []
     size = 0
     for request in source:
-        row = {"id": request.id, "prompt": json.dumps(request.prompt), "sample_indices": list(request.sample_indices)}
+        row = {"id": request.id, "prompt": json.dumps(continued_prompt(request.prompt, request.continuation)),
+               "sample_indices": list(request.sample_indices), "max_tokens": request.max_tokens or max_tokens}
         if with_problem:
             row["problem"] = dumps(request.problem)
         segment.append(row)
         size += len(request.sample_indices)
-        if size >= samples:
+        if size >= samples or not ready_now(source):
             yield segment
             segment, size = [], 0
     if segment:
@@ -287,9 +292,9 @@ class _Render:
             for idx in request["sample_indices"]:
                 seed = sample_seed(sampling.seed, idx)
                 params = {k: v for k, v in sampling_kwargs(sampling, seed).items() if v is not None}
-                if error:
-                    params["max_tokens"] = 1
+                params["max_tokens"] = 1 if error else request["max_tokens"]
                 rows.append({"id": request["id"], "sample_idx": idx, "seed": seed, "opened": opened,
+                             "max_tokens": request["max_tokens"],
                              "render_error": error, "tokenized_prompt": tokens, "sampling_params": params,
                              **({"problem": request["problem"]} if "problem" in request else {})})
         return pyarrow.Table.from_pylist(rows)
@@ -320,8 +325,8 @@ class _Finish:
                 completion = int(row["num_generated_tokens"])
                 thought, answer = reasoning.split(row["generated_text"], config.think_tags, opened=bool(row["opened"]))
                 out.update(
-                    generation=answer, reasoning=thought,
-                    finish_reason="length" if completion >= self.max_tokens else "stop",
+                    generation=answer, reasoning=thought, text=row["generated_text"],
+                    finish_reason="length" if completion >= (row.get("max_tokens") or self.max_tokens) else "stop",
                     prompt_tokens=int(row["num_input_tokens"]), completion_tokens=completion,
                     reasoning_tokens=reasoning_tokens(tokenizer, token_ids, thought, answer, config.think_tags),
                 )
@@ -361,4 +366,5 @@ def _to_result(row: dict[str, Any]) -> GenerationResult:
     return GenerationResult(
         request_id, idx, generation=row["generation"], reasoning=row["reasoning"], finish_reason=row["finish_reason"],
         usage=usage(int(row["prompt_tokens"]), int(row["completion_tokens"]), int(row["reasoning_tokens"])), seed=seed,
+        text=row.get("text"),
     )

@@ -42,7 +42,9 @@ class ReferenceConfig(ModelConfig):
 
 
 class ReferenceBackend:
-    """Yields `request.reference` for every requested sample, one request at a time."""
+    """Yields `request.reference` for every requested sample, one request at a time. A
+    continued sample (a tool loop's next turn) gets an empty completion: the gold
+    solution was all of it."""
 
     def __init__(self, config: ReferenceConfig | None = None) -> None:
         self.config = config or ReferenceConfig()
@@ -51,12 +53,15 @@ class ReferenceBackend:
         for request in requests:
             for idx in request.sample_indices:
                 seed = sample_seed(sampling.seed, idx)
+                if request.continuation is not None:
+                    yield GenerationResult(request.id, idx, generation="", finish_reason="stop", seed=seed, text="")
+                    continue
                 if request.reference is None:
                     yield error_result(request.id, idx, "no reference solution", "NoReference", seed=seed)
                     continue
                 thought, answer = reasoning.split(request.reference, self.config.think_tags)
                 yield GenerationResult(request.id, idx, generation=answer, reasoning=thought,
-                                       finish_reason="stop", seed=seed)
+                                       finish_reason="stop", seed=seed, text=request.reference)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "reference", "model": "reference", "engine": "reference",

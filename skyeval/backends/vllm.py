@@ -30,7 +30,9 @@ from skyeval.backends.base import (
     Prompt,
     SamplingParams,
     ScalingConfig,
+    continued_prompt,
     error_result,
+    ready_now,
     sample_seed,
     usage,
 )
@@ -105,7 +107,9 @@ class VLLMBackend:
         self._sent = {k: v for k, v in sampling_kwargs(sampling, None).items() if k not in ("n", "seed")}
         try:
             while True:
-                while not exhausted and len(pending) < window:  # top up before the engine drains
+                # top up before the engine drains; a source that would wait (a turn loop whose
+                # samples are in tools) is read only when the engine has nothing else to do
+                while not exhausted and len(pending) < window and (not pending or ready_now(source)):
                     request = next(source, None)
                     if request is None:
                         exhausted = True
@@ -135,7 +139,8 @@ class VLLMBackend:
     ) -> Iterator[GenerationResult]:
         """Add one engine request per wanted sample; yield errors for those refused."""
         try:
-            tokens = render_prompt(self.tokenizer, request.prompt, self.config.chat)
+            tokens = render_prompt(self.tokenizer, continued_prompt(request.prompt, request.continuation),
+                                   self.config.chat)
             opened = opens_block(self.tokenizer, tokens, self.config.think_tags)
         except Exception as exc:  # noqa: BLE001 (a bad prompt is that problem's error)
             for idx in request.sample_indices:
@@ -145,7 +150,8 @@ class VLLMBackend:
             seed = sample_seed(sampling.seed, idx)
             request_id = next(self._request_ids)
             try:
-                engine.add_request(request_id, {"prompt_token_ids": tokens}, vllm_sampling_params(sampling, seed))
+                engine.add_request(request_id, {"prompt_token_ids": tokens},
+                                   vllm_sampling_params(request.budget(sampling), seed))
             except Exception as exc:  # noqa: BLE001 (e.g. prompt longer than max_model_len)
                 yield error_result(request.id, idx, exc, seed=seed)
             else:
@@ -285,4 +291,5 @@ def to_result(sample: _Sample, output: Any, tokenizer: Any, think_tags: Any) -> 
         usage=usage(len(output.prompt_token_ids or ()), len(token_ids),
                     reasoning_tokens(tokenizer, token_ids, thought, answer, think_tags)),
         seed=sample.seed,
+        text=completion.text,
     )

@@ -19,6 +19,8 @@ NOT_FINGERPRINTED = {"env": ("limit", "data_dir"), "sampling": ("n",)}
 # A date window selects other problems: part of the fingerprint when set; left out when
 # open, so undated runs keep the fingerprints (and folder names) they had before windows.
 WINDOW = ("start_date", "end_date")
+# Budget forcing and tools, likewise: part of it when on, left out when off.
+FORCING = ("min_thinking_tokens", "max_waits")
 _ABSENT = object()
 
 
@@ -26,7 +28,9 @@ def fingerprint(config: Any) -> dict[str, Any]:
     """The real values of the env, template, model and sampling sections (a RunConfig, or
     its sections as plain data), without secrets, operational model fields (`api_url`,
     `timeout_s` ...: `skyeval.backends.base.operational`), `env.limit`, `env.data_dir` or
-    `sampling_params.n`; the env's date window (`start_date`, `end_date`) when it is set."""
+    `sampling_params.n`; the env's date window (`start_date`, `end_date`) when it is set,
+    budget forcing (`min_thinking_tokens`, `max_waits`) when it is on, and the `tools`
+    section (but `workers`) unless it is `tools=none`."""
     sections = config.to_dict() if hasattr(config, "to_dict") else config
     skip = {"model": operational_keys(sections.get("model_config")), **NOT_FINGERPRINTED}
     out = {}
@@ -35,6 +39,11 @@ def fingerprint(config: Any) -> dict[str, Any]:
         out[name] = {k: v for k, v in section.items() if k not in skip.get(name, ())
                      and not (name == "env" and k in WINDOW and v is None)} \
             if isinstance(section, dict) else section
+    if isinstance(out.get("sampling"), dict) and out["sampling"].get("min_thinking_tokens") is None:
+        out["sampling"] = {k: v for k, v in out["sampling"].items() if k not in FORCING}
+    tools = sections.get("tools")
+    if isinstance(tools, dict) and tools.get("name", "none") != "none":
+        out["tools"] = {k: v for k, v in tools.items() if k != "workers"}
     return without_secrets(out)
 
 
@@ -84,7 +93,8 @@ def fingerprint_hash(*, _root_: Any) -> str:
     point gets its own run folder (`${fingerprint_hash:}` in conf/logging/default.yaml)."""
     from omegaconf import OmegaConf
 
-    sections = {key: OmegaConf.to_container(_root_[key], resolve=True) for key in SECTIONS.values() if key in _root_}
+    sections = {key: OmegaConf.to_container(_root_[key], resolve=True) for key in (*SECTIONS.values(), "tools")
+                if key in _root_}
     return digest(fingerprint(sections))
 
 

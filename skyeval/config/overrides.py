@@ -297,9 +297,11 @@ def user_config(path: Path) -> tuple[dict[str, Any], list[str]]:
                 raise ConfigError(f"{path}: metrics is set both at the top and in env.env_kwargs; keep one")
             data["metrics"] = knobs.pop("metrics")
         env.update(knobs)
+        from skyeval.envs.registry import packaged_name
+
         name = env.get("name")
-        if name and "_target_" not in env and (CONF_DIR / "env" / f"{str(name).lower()}.yaml").exists():
-            selections.append(f"+env={str(name).lower()}")
+        if name and "_target_" not in env and (CONF_DIR / "env" / f"{packaged_name(str(name))}.yaml").exists():
+            selections.append(f"+env={packaged_name(str(name))}")
             env.pop("name")
         else:
             env.setdefault("limit", None)  # so `env.limit=3` works on the command line

@@ -10,6 +10,7 @@ from its defaults:
     conf/logging/default.yaml         defaults: [LoggingConfig, _self_] (this module)
     conf/grading/default.yaml         defaults: [GradingConfig, judge: openai, _self_] (skyeval.grading;
                                       conf/grading/judge/*.yaml extend the model configs)
+    conf/tools/*.yaml                 defaults: [ToolsConfig, _self_]   (skyeval.tools)
     conf/env/<name>.yaml              defaults: [MathEnv, _self_]       (an env class: its knobs,
                                                                          skyeval.envs.registry)
 
@@ -31,6 +32,7 @@ from skyeval.grading.config import GradingConfig
 from skyeval.metrics.specs import MetricSpec, as_specs, samples_needed
 from skyeval.results import Shard
 from skyeval.templates import Template
+from skyeval.tools.config import ToolsConfig
 
 STAGES = ("evaluate", "generate", "score")
 # Model configs by the group option that selects them (conf/model_config/<option>.yaml).
@@ -77,6 +79,7 @@ class RunConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     shard: Shard = field(default_factory=Shard)
     grading: GradingConfig = field(default_factory=GradingConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     metrics: list[MetricSpec] | None = None
     stage: str = "evaluate"
     data_dir: str | None = None
@@ -210,6 +213,7 @@ def register() -> None:
     store.store(group="template", name="Template", node=Template)
     store.store(group="logging", name="LoggingConfig", node=LoggingConfig)
     store.store(group="grading", name="GradingConfig", node=GradingConfig)
+    store.store(group="tools", name="ToolsConfig", node=ToolsConfig)
     for target in MODEL_CONFIGS.values():
         cls = model_config_class(target)
         store.store(group="model_config", name=cls.__name__, node=schema_node(cls))

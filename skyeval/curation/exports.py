@@ -1,9 +1,12 @@
 """Training rows as trainers read them: SFT conversations and the metadata every row carries.
 
-`conversation(row, fmt)` builds a sample's turns as role/content messages: the stored
-prompt's turns (a plain-text prompt is one user turn; an assistant prefill at the end moves
-into the response), then the assistant's response with its reasoning as `fmt` says. It is
-the one place turns are built; both SFT formats are written from it (`sft_row`):
+`turns(row, fmt)` builds a sample's turns as role/content messages: the stored prompt's
+turns (a plain-text prompt is one user turn; an assistant prefill at the end moves into the
+response), then the response: the assistant's answer with its reasoning as `fmt` says, or,
+for a sample that called tools (`tools=python`, docs/tools.md: its `transcript` holds `tool`
+turns), each reply as an assistant turn (kept as the model wrote it, think tags included)
+and each tool output, as the model was shown it, as a `tool` turn. It is the one place
+turns are built: both SFT formats (`sft_row`) and the preference pairs are written from it:
 
 - `messages` (default): `{"messages": [{"role", "content"}, ...]}`, TRL's conversational
   format (SFTTrainer applies the tokenizer's chat template; assistant-only loss works);
@@ -107,11 +110,26 @@ def prompt_and_response(prompt: Any, row: dict[str, Any], fmt: ReasoningFormat =
     return prompt, prefill + fmt.response(reasoning, answer)
 
 
-def conversation(row: dict[str, Any], fmt: ReasoningFormat = ReasoningFormat()) -> list[dict[str, Any]]:
-    """A sample's turns as role/content messages: its prompt's, then the response (see the
-    module docstring). The one place an export's turns are built."""
+def turns(row: dict[str, Any], fmt: ReasoningFormat = ReasoningFormat()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the prompt's turns, the response's turns) of a sample as role/content messages (see
+    the module docstring). The one place an export's turns are built."""
     prompt, prefill, reasoning, answer = response_parts(row["prompt"], row, fmt)
-    return [*messages(prompt, "prompt"), fmt.assistant(prefill, reasoning, answer)]
+    transcript = row.get("transcript") or []
+    if not any(turn.get("role") == "tool" for turn in transcript):
+        return messages(prompt, "prompt"), [fmt.assistant(prefill, reasoning, answer)]
+    prompt, prefill = (row["prompt"][:-1], row["prompt"][-1]["content"]) \
+        if isinstance(row["prompt"], list) and row["prompt"] and row["prompt"][-1]["role"] == "assistant" \
+        else (row["prompt"], "")
+    replies = [{"role": "tool" if turn["role"] == "tool" else "assistant", "content": turn["content"]}
+               for turn in transcript]
+    replies[0]["content"] = prefill + replies[0]["content"]
+    return messages(prompt, "prompt"), replies
+
+
+def conversation(row: dict[str, Any], fmt: ReasoningFormat = ReasoningFormat()) -> list[dict[str, Any]]:
+    """A sample's turns as role/content messages: its prompt's, then the response's (`turns`)."""
+    prompt, response = turns(row, fmt)
+    return prompt + response
 
 
 def to_sharegpt(turns: list[dict[str, Any]]) -> list[dict[str, str]]:

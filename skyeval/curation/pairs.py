@@ -31,8 +31,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from skyeval.curation.conversations import messages, reasoning_of
-from skyeval.curation.exports import ReasoningFormat, metadata, response_parts
+from skyeval.curation.conversations import reasoning_of
+from skyeval.curation.exports import ReasoningFormat, metadata, turns
 from skyeval.curation.readability import sample_readability
 from skyeval.errors import ConfigError
 from skyeval.metrics import CORRECT
@@ -96,31 +96,25 @@ def preference_pairs(ds: "ray.data.Dataset", *, silc: bool = False, fmt: Reasoni
 def _pair(kind: str, chosen: dict[str, Any], rejected: dict[str, Any], fmt: ReasoningFormat, style: str,
           run: dict[str, Any] | None) -> dict[str, Any]:
     """One pair row in TRL's preference format (see the module docstring)."""
-    prompt, chosen_message = _response(chosen, fmt)
-    _, rejected_message = _response(rejected, fmt)
+    prompt, chosen_turns = turns(chosen, fmt)
+    _, rejected_turns = turns(rejected, fmt)
     about = {k: v for k, v in metadata(chosen, run).items() if k not in _SIDE}
     about["kind"] = kind
     for side, sample in (("chosen", chosen), ("rejected", rejected)):
         about[side] = {**{k: v for k, v in metadata(sample, run).items() if k in _SIDE},
                        "length": response_length(sample)}
-    if isinstance(prompt, str):  # TRL's standard format: text
-        if fmt.mode == "reasoning_content":
-            raise ConfigError("a text prompt's pairs are plain text, with no reasoning_content field: "
-                              "use --reasoning think (or sky_t1)")
-        chosen_side, rejected_side = chosen_message["content"], rejected_message["content"]
-        body = {"prompt": prompt, "chosen": chosen_side, "rejected": rejected_side} if style == "explicit" \
-            else {"chosen": prompt + chosen_side, "rejected": prompt + rejected_side}
+    if isinstance(chosen["prompt"], str):  # TRL's standard format: text
+        if fmt.mode == "reasoning_content" or len(chosen_turns) + len(rejected_turns) > 2:
+            raise ConfigError("a text prompt's pairs are plain text: no reasoning_content field (use --reasoning "
+                              "think or sky_t1) and no tool turns (use a chat template)")
+        text = chosen["prompt"]
+        chosen_side, rejected_side = chosen_turns[0]["content"], rejected_turns[0]["content"]
+        body = {"prompt": text, "chosen": chosen_side, "rejected": rejected_side} if style == "explicit" \
+            else {"chosen": text + chosen_side, "rejected": text + rejected_side}
     else:
-        turns = messages(prompt, "prompt")
-        body = {"prompt": turns, "chosen": [chosen_message], "rejected": [rejected_message]} if style == "explicit" \
-            else {"chosen": turns + [chosen_message], "rejected": turns + [rejected_message]}
+        body = {"prompt": prompt, "chosen": chosen_turns, "rejected": rejected_turns} if style == "explicit" \
+            else {"chosen": prompt + chosen_turns, "rejected": prompt + rejected_turns}
     return {"id": chosen["id"], "kind": kind, **body, "metadata": about}
-
-
-def _response(sample: dict[str, Any], fmt: ReasoningFormat) -> tuple[Any, dict[str, Any]]:
-    """(the prompt without a prefill, the assistant message of the response)."""
-    prompt, prefill, reasoning, answer = response_parts(sample["prompt"], sample, fmt)
-    return prompt, fmt.assistant(prefill, reasoning, answer)
 
 
 def _pairs_table(table: "pa.Table", *, silc: bool, fmt: ReasoningFormat, prompt: str,

@@ -23,7 +23,8 @@ log = logging.getLogger("skyeval")
 
 def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """The scored samples of a run's summary (`Selection`: scores/), each with its texts
-    (prompt, generation, reasoning) from generations/. Raises if the run was never scored."""
+    (prompt, generation, reasoning; a tool loop's transcript) from generations/. Raises if
+    the run was never scored."""
     folder = RunFolder(run_dir)
     if next(folder.records("scores"), None) is None:
         raise DataNotFoundError(f"{folder.path} has no scores: score the run first "
@@ -33,7 +34,7 @@ def load_scored(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return [{**r, **texts.get(key_of(r), {})} for r in selection.records(folder.path, "scores")]
 
 
-_TEXTS = ("prompt", "generation", "reasoning", "reasoning_content")
+_TEXTS = ("prompt", "generation", "reasoning", "reasoning_content", "transcript")
 SAMPLING_KEYS = ("n", "temperature", "top_p", "max_tokens")
 
 

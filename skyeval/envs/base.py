@@ -24,6 +24,7 @@ from skyeval.envs.data import RowSource
 from skyeval.envs.dates import DateWindow, problem_date
 from skyeval.errors import ConfigError, DataNotFoundError, GoldError
 from skyeval.templates import Template
+from skyeval.tools import ToolsConfig, TurnLoop, needs_loop
 
 if TYPE_CHECKING:
     import pyarrow
@@ -226,22 +227,37 @@ class Env:
         scaling_config: ScalingConfig | None = None,
         template: Template | str | list | dict | None = None,
         sampling_params: SamplingParams | dict | None = None,
+        tools: ToolsConfig | dict | None = None,
     ) -> "Env":
         """Attach a backend (built from a model config such as `HTTPConfig`) and options.
 
         `template` is a string (a completion prompt), a list of chat messages, a dict of
-        Template fields or a `Template`; None keeps the current one. Calling `setup` again
-        closes the backend it replaces."""
+        Template fields or a `Template`; None keeps the current one. `tools` (a
+        `ToolsConfig` or its fields, e.g. `{"name": "python"}`) gives the model a tool;
+        with a tool or budget forcing (`sampling_params.min_thinking_tokens`) the backend
+        is wrapped in a `skyeval.tools.TurnLoop`. Calling `setup` again closes the backend
+        it replaces."""
         if template is not None:
             self.template = Template.of(template).merged_over(self.default_template)
         if isinstance(sampling_params, dict):
             sampling_params = SamplingParams(**sampling_params)
         self.sampling = sampling_params or self.sampling
+        if tools is not None:
+            self.tools = tools if isinstance(tools, ToolsConfig) else ToolsConfig(**tools)
         self.close()
         self.model_config, self.scaling_config = model_config, scaling_config or ScalingConfig()
         self.model_source = getattr(model_config, "model_source", None)
-        self.backend = model_config.build(self.scaling_config)
+        self.backend = self.build_backend(model_config, self.scaling_config)
         return self
+
+    def build_backend(self, model_config: Any, scaling_config: ScalingConfig | None = None) -> Any:
+        """The backend of `model_config`, in a turn loop when this env's tools or sampling
+        need one."""
+        backend = model_config.build(scaling_config)
+        tools = getattr(self, "tools", None) or ToolsConfig()
+        if needs_loop(tools, self.sampling):
+            return TurnLoop(backend, tools, getattr(model_config, "think_tags", None))
+        return backend
 
     def close(self) -> None:
         """Stop what the backend started (the HTTP client's loop thread, a vLLM engine).
@@ -363,6 +379,16 @@ class Env:
         (summary.json reports each one's mean); [] for a single scorer (`score` only)."""
         names = list(self.scoring_functions())
         return names if len(names) > 1 else []
+
+    def unit_metrics(self) -> dict[str, str]:
+        """Metrics over units smaller than a sample, for summary.json (IFEval: its
+        instructions): metric name -> the score column counting the units a sample passed.
+        `units(problem)` says how many units a sample of the problem has. {} for none."""
+        return {}
+
+    def units(self, problem: dict[str, Any]) -> dict[str, int]:
+        """How many units of each of `unit_metrics` a sample of this problem has."""
+        return {}
 
     def score_item(self, item: dict[str, Any]) -> dict[str, Any]:
         """Score one sample: `item` has `generation` and `expected`; returns at least

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 class GenerateBatch:
     """`ds.map_batches(GenerateBatch, fn_constructor_args=(env, model, scaling, sampling))`:
     the backend is built once per actor from `model` (a model config such as
-    `HTTPConfig`; a backend object is used as it is), and each batch of problems becomes
+    `HTTPConfig`, in the env's turn loop when it has tools; a backend object is used as
+    it is), and each batch of problems becomes
     one row per sample: the problem's fields, `prompt`, and `GenerationResult`'s fields
     (`sample_idx`, `generation`, `error`, `error_type`, `finish_reason`, `usage`). A
     problem whose prompt can't be built gets rows with `error` set, never an exception."""
@@ -20,7 +21,7 @@ class GenerateBatch:
     def __init__(self, env: Any, model: Any, scaling: Any, sampling: Any) -> None:
         self.env, self.sampling = env, sampling
         self.owned = not hasattr(model, "generate")  # a backend passed in is its owner's to close
-        self.backend = model if not self.owned else model.build(scaling)
+        self.backend = model if not self.owned else env.build_backend(model, scaling)
 
     def __call__(self, batch: "pa.Table") -> dict[str, list[Any]]:
         from skyeval.backends.base import GenerationResult

@@ -16,11 +16,13 @@ from skyeval.backends.base import class_path
 from skyeval.envs.base import Env
 from skyeval.envs.choice import ChoiceEnv
 from skyeval.envs.code import CodeEnv
+from skyeval.envs.ifeval import IFEvalEnv
 from skyeval.envs.math import MathEnv
+from skyeval.envs import qwen_math  # noqa: F401 - its env classes (subclasses of the families) get schemas
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
 
-FAMILIES = (MathEnv, ChoiceEnv, CodeEnv)  # the packaged env classes are these and their subclasses
+FAMILIES = (MathEnv, ChoiceEnv, CodeEnv, IFEvalEnv)  # the packaged env classes are these and their subclasses
 
 
 class UnknownEnvError(SkyevalError, KeyError):
@@ -46,8 +48,10 @@ class SkyEnvBuilder:
 
     @classmethod
     def names(cls) -> list[str]:
-        packaged = {p.stem.lower() for p in (CONF_DIR / "env").glob("*.yaml")}
-        return sorted(packaged | set(cls._registered))
+        """Packaged env names as their config files spell them (`gaokao2024_I`), and registered ones."""
+        packaged = {p.stem for p in (CONF_DIR / "env").glob("*.yaml")}
+        registered = set(cls._registered) - {p.lower() for p in packaged}
+        return sorted(packaged | registered, key=str.lower)
 
     @classmethod
     def config(cls, name: str) -> dict[str, Any]:
@@ -55,7 +59,7 @@ class SkyEnvBuilder:
         the values `conf/env/<name>.yaml` sets over the class's defaults."""
         from omegaconf import OmegaConf
 
-        return OmegaConf.to_container(_packaged(name.lower()), resolve=True)
+        return OmegaConf.to_container(_packaged(packaged_name(name)), resolve=True)
 
     @classmethod
     def build(cls, name: str, knobs: dict[str, Any] | None = None) -> Env:
@@ -82,6 +86,16 @@ class SkyEnvBuilder:
         close = difflib.get_close_matches(name.lower(), names, n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         return UnknownEnvError(f"unknown env {name!r}.{hint} Available: {', '.join(names)}")
+
+
+def packaged_name(name: str) -> str:
+    """The config file name (`conf/env/<it>.yaml`) of a packaged env named in any case
+    (`gaokao2024_i` -> `gaokao2024_I`); the name lowercased when there is none."""
+    wanted = name.lower()
+    for path in (CONF_DIR / "env").glob("*.yaml"):
+        if path.stem.lower() == wanted:
+            return path.stem
+    return wanted
 
 
 def build_from_config(cfg: dict[str, Any]) -> Env:
@@ -195,7 +209,7 @@ def _packaged(name: str) -> Any:
     env file it extends), as a DictConfig."""
     from omegaconf import OmegaConf
 
-    path = CONF_DIR / "env" / f"{name}.yaml"
+    path = CONF_DIR / "env" / f"{packaged_name(name)}.yaml"
     if not path.exists():
         raise SkyEnvBuilder._unknown(name)
     data = OmegaConf.load(path)

@@ -30,6 +30,7 @@ from skyeval.metrics.intervals import (
     exact,
     interval,
 )
+from skyeval.metrics import turns
 from skyeval.metrics.specs import MetricSpec, as_specs, parse_metrics
 
 CORRECT = 1.0 - 1e-9  # a sample counts as correct for pass@k when its score reaches 1
@@ -133,16 +134,22 @@ class MetricsAccumulator:
     rows are kept for `drain_problems` (for consumers that only want the summary).
     `vote` groups equivalent answers for the majority vote (the env's `vote`, e.g. math's
     equivalence); without it identical strings vote together. It is not part of `state()`.
+    `unit_metrics` ({name: score column}) adds metrics over units smaller than a sample
+    (IFEval's instructions): a column counts the units a sample passed, `note_units` says
+    how many units each sample of a problem has, and the metric is passed / requested units
+    (a failed or missing sample passes none of its units).
     """
 
     def __init__(self, n: int, *, ks: list[int] | None = None, max_tokens: int | None = None,
                  extra_scores: Iterable[str] = (), metrics: list[MetricSpec | dict] | None = None,
-                 per_problem: bool = True, vote: AnswerVote | None = None) -> None:
+                 per_problem: bool = True, vote: AnswerVote | None = None,
+                 unit_metrics: dict[str, str] | None = None) -> None:
         if n < 1:
             raise ConfigError(f"n must be >= 1, got {n}")
         specs = as_specs(metrics)
         self.n, self.ks, self.max_tokens = n, list(ks) if ks else None, max_tokens
         self.extra_scores, self.per_problem, self.vote = list(extra_scores), per_problem, vote
+        self.unit_metrics = dict(unit_metrics or {})
         self.metrics = None if specs is None else [s.asdict() for s in specs]  # as asked (plain data: state())
         self.specs = parse_metrics(specs, n, self.ks)
         self.budgets = sorted({b for b in (max_tokens // 8, max_tokens // 4, max_tokens // 2, max_tokens) if b >= 1}) \
@@ -166,10 +173,15 @@ class MetricsAccumulator:
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
         self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
         self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
+        self.turns: Counter = Counter()  # samples of a turn loop (tools, budget forcing): `skyeval.metrics.turns`
         # dated benchmarks: each problem's date (`note_date`) until it is folded, then its
         # accuracy into its month's sums
         self.dates: dict[str, str] = {}
         self.by_month: dict[str, Moments] = {}
+        # unit metrics: each problem's units (`note_units`) until it is folded; units passed,
+        # units of scored samples, units requested
+        self.units: dict[str, dict[str, int]] = {}
+        self.unit_sums: dict[str, list] = {name: [0, 0, 0] for name in self.unit_metrics}
 
     # -- names of per-problem values ---------------------------------------------------------
     def _headline_names(self) -> list[str]:
@@ -194,19 +206,31 @@ class MetricsAccumulator:
         score = float(record["score"])
         if not 0 <= score <= 1:
             raise ValueError(f"score of {record['id']}#{record['sample_idx']} is {score}, not in [0, 1]")
-        self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))
+        units = self.units.get(str(record["id"]))
+        for name, column in self.unit_metrics.items():
+            if units is not None and name in units:
+                self.unit_sums[name][0] += exact(float(record.get(column) or 0))
+                self.unit_sums[name][1] += units[name]
+        self._add(str(record["id"]), int(record["sample_idx"]), (score, record.get("extracted")))  # may fold it
         self.parse_failed += bool(record.get("parse_failed"))
         if record.get("grading") is not None:
             self.grading[str(record["grading"])] += 1
         self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
         if record.get("graded_by") is not None:
             self.graded_by[str(record["graded_by"])] += 1
+        self.turns.update(turns.counts(record))
         self._add_generation_stats(record, score)
         for name in self.extra_scores:
             value = record.get(name)
             if value is not None:
                 self.extra_total[name] += exact(float(value))
                 self.extra_samples[name] += 1
+
+    def note_units(self, pid: str, units: dict[str, int]) -> None:
+        """How many units of each unit metric a sample of this problem has (IFEval: 1 prompt,
+        its instructions), before its samples come in."""
+        if self.unit_metrics and units:
+            self.units[str(pid)] = {name: int(units[name]) for name in self.unit_metrics if name in units}
 
     def note_date(self, pid: str, date: str | None) -> None:
         """The date (`YYYY-MM` or `YYYY-MM-DD`) of a problem whose samples are to come (or
@@ -296,6 +320,9 @@ class MetricsAccumulator:
             if scored:
                 self.scored_only["majority_vote_accuracy"].add(exact(majority[1]))
                 self.scored_only["best_of_n_accuracy"].add(exact(best))
+        units = self.units.pop(pid, None)
+        for name, count in (units or {}).items():
+            self.unit_sums[name][2] += count * n
         date = self.dates.pop(pid, None)
         if date is not None:
             self.by_month.setdefault(date[:7], Moments()).add(exact(Fraction(total, n)))
@@ -320,7 +347,8 @@ class MetricsAccumulator:
     # -- merging and state -------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
         return {"n": self.n, "ks": self.ks, "max_tokens": self.max_tokens,
-                "extra_scores": self.extra_scores, "metrics": self.metrics}
+                "extra_scores": self.extra_scores, "metrics": self.metrics,
+                **({"unit_metrics": self.unit_metrics} if self.unit_metrics else {})}
 
     def merge(self, other: MetricsAccumulator) -> None:
         """Add `other`'s samples (e.g. another shard's); both must be set up alike."""
@@ -337,6 +365,7 @@ class MetricsAccumulator:
         self.grading.update(other.grading)
         self.passed_by_tolerance += other.passed_by_tolerance
         self.graded_by.update(other.graded_by)
+        self.turns.update(other.turns)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
                              (self.extra_total, other.extra_total), (self.extra_samples, other.extra_samples)):
             for key, value in theirs.items():
@@ -346,6 +375,9 @@ class MetricsAccumulator:
         for month, moments in other.by_month.items():
             self.by_month.setdefault(month, Moments()).merge(moments)
         self.dates.update(other.dates)
+        for name, sums in other.unit_sums.items():
+            self.unit_sums[name] = [a + b for a, b in zip(self.unit_sums[name], sums)]
+        self.units.update(other.units)
         for pid, samples in other._open.items():
             for idx, outcome in samples.items():
                 self._add(pid, idx, outcome)
@@ -369,8 +401,11 @@ class MetricsAccumulator:
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
             "graded_by": dict(self.graded_by),
+            "turns": dict(self.turns),
             "by_month": {month: m.to_state() for month, m in sorted(self.by_month.items())},
             "dates": dict(self.dates),
+            **({"units": dict(self.units), "unit_sums": {k: [encode(v[0]), v[1], v[2]] for k, v in self.unit_sums.items()}}
+               if self.unit_metrics else {}),
         }
 
     @classmethod
@@ -396,8 +431,12 @@ class MetricsAccumulator:
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
         acc.graded_by = Counter(state.get("graded_by") or {})
+        acc.turns = Counter(state.get("turns") or {})
         acc.by_month = {month: Moments.from_state(m) for month, m in (state.get("by_month") or {}).items()}
         acc.dates = dict(state.get("dates") or {})
+        acc.units = dict(state.get("units") or {})
+        for name, (passed, scored_units, requested) in (state.get("unit_sums") or {}).items():
+            acc.unit_sums[name] = [decode(passed), scored_units, requested]
         return acc
 
     def grading_summary(self) -> dict[str, Any]:
@@ -409,6 +448,10 @@ class MetricsAccumulator:
             return {}
         return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total},
                 "passed_by_tolerance": self.passed_by_tolerance}
+
+    def tools_summary(self) -> dict[str, Any]:
+        """summary.json `tools` counts over the scored samples (`skyeval.metrics.turns`)."""
+        return turns.summary(self.turns)
 
     # -- output ------------------------------------------------------------------------------
     def drain_problems(self, *, final: bool = False) -> Iterator[dict[str, Any]]:
@@ -435,6 +478,7 @@ class MetricsAccumulator:
         done.headline = copy.deepcopy(self.headline)
         done.scored_only = copy.deepcopy(self.scored_only)
         done.by_month, done.dates = copy.deepcopy(self.by_month), dict(self.dates)
+        done.units, done.unit_sums = dict(self.units), copy.deepcopy(self.unit_sums)
         done._open = {}
         for pid, samples in self._open.items():
             done._fold(pid, samples)
@@ -505,6 +549,10 @@ class MetricsAccumulator:
             }
         if done.by_month:
             out["by_month"] = months_summary(done.by_month)
+        for name, (passed, scored_units, requested) in done.unit_sums.items():
+            out[name] = _ratio(passed, requested)
+        if done.unit_sums:
+            out["unit_metrics_scored_only"] = {name: _ratio(sums[0], sums[1]) for name, sums in done.unit_sums.items()}
         if self.extra_scores:
             out["scorers"] = {name: {"mean": _ratio(done.extra_total[name], requested),
                                      "mean_scored_only": _ratio(done.extra_total[name], done.extra_samples[name])}

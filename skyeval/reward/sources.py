@@ -40,8 +40,9 @@ def env_for(data_source: str) -> str:
 
     key = str(data_source).strip().lower()
     names = SkyEnvBuilder.names()
-    if key in names:
-        return key
+    by_key = {name.lower(): name for name in names}  # env names keep their case (gaokao2024_I)
+    if key in by_key:
+        return by_key[key]
     if key in DATA_SOURCES:
         return DATA_SOURCES[key]
     known = sorted(set(names) | set(DATA_SOURCES))

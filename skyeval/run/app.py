@@ -124,7 +124,7 @@ def _prepare(config: RunConfig, env: Env) -> None:
     else:
         check_model(config.model_config)
         env.setup(config.model_config, scaling_config=config.scaling, template=config.template,
-                  sampling_params=config.sampling_params)
+                  sampling_params=config.sampling_params, tools=config.tools)
     trackers.check(config)  # a tracker asked for but not installed fails before any work
 
 
@@ -153,7 +153,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     start = time.monotonic()
     metrics = MetricsAccumulator(env.sampling.n, max_tokens=env.sampling.max_tokens,
                                  extra_scores=env.scorer_names(), metrics=config.metrics,
-                                 vote=getattr(env, "vote", None))
+                                 vote=getattr(env, "vote", None), unit_metrics=env.unit_metrics())
     try:
         outcome = pipeline.run(env, folder, stage, retry_failures=config.retry_failures, shard=shard, metrics=metrics,
                                grading=config.grading)
@@ -171,6 +171,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         "scoring": {**scoring, **metrics.grading_summary()},
         **({"grading": outcome.grading} if outcome.grading is not None else {}),
         "template": template,
+        **tools_summary(config, env.backend, metrics),
         **env.describe_window(),
         "duration_s": round(time.monotonic() - start, 2),
         **redact(describe_run()),
@@ -191,6 +192,20 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
     return summary
 
 
+def tools_summary(config: RunConfig, backend: Any, metrics: Any) -> dict[str, Any]:
+    """summary.json `tools` when samples go through a turn loop (a tool, or budget forcing):
+    the settings and counts over the selection's scored samples (for `generate`, over the
+    samples this run generated)."""
+    from skyeval.tools import TurnLoop, needs_loop
+
+    if not needs_loop(config.tools, config.sampling_params):
+        return {}
+    section = backend.summary() if isinstance(backend, TurnLoop) else config.tools.settings()
+    if config.stage != "generate":
+        section.update(metrics.tools_summary())
+    return {"tools": section}
+
+
 def _judgeable(env: Env) -> bool:
     """Whether a judge can grade this env's answers (math envs: an answer against a gold)."""
     from skyeval.envs.math import MathEnv
@@ -199,10 +214,12 @@ def _judgeable(env: Env) -> bool:
 
 
 def _scores_on_workers(config: RunConfig) -> bool:
-    """Whether the model config's backend scores on a cluster's workers (ray)."""
+    """Whether the model config's backend scores on a cluster's workers (ray, unless a turn
+    loop reads every reply on the driver)."""
     from skyeval.backends.ray import RayConfig
+    from skyeval.tools import needs_loop
 
-    return isinstance(config.model_config, RayConfig)
+    return isinstance(config.model_config, RayConfig) and not needs_loop(config.tools, config.sampling_params)
 
 
 def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skyeval.errors import ConfigError, RunFolderError
-from skyeval.metrics import MetricsAccumulator
+from skyeval.metrics import MetricsAccumulator, turns
 from skyeval.metrics.accumulator import MetricsStateError
 from skyeval.results import RunFolder, Shard, read_json, write_json
 from skyeval.run import trackers
@@ -216,6 +216,9 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
     summary["cost"] = run_cost(summary, billed)
     if any(s.get("grading") for s in states):
         summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
+    if base.get("tools"):  # a turn loop's counts: the merged metrics', or for generate the shards' added
+        summary["tools"] = {**base["tools"], **(metrics.tools_summary() if base["stage"] != "generate" else
+                                                turns.added([s["tools"] for s in states if s.get("tools")]))}
     return summary
 
 

@@ -112,7 +112,8 @@ class _Pipeline:
         shutil.rmtree(self.staging, ignore_errors=True)
         self.progress = Progress(stage, total=env.limit * self.n // shard.count if env.limit is not None else None)
         self.outcome = RunOutcome(metrics=metrics or MetricsAccumulator(self.n, max_tokens=env.sampling.max_tokens,
-                                                                         vote=getattr(env, "vote", None)))
+                                                                         vote=getattr(env, "vote", None),
+                                                                         unit_metrics=env.unit_metrics()))
         # a cluster backend (ray) writes and scores on its workers; the driver counts their notes
         self.on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
         self.recorder = Recorder(folder, shard, self.outcome.metrics, self.progress,
@@ -176,6 +177,7 @@ class _Pipeline:
             if self.stage != "generate":  # the problem's date, for its per-problem row and by_month
                 with self.recorder.lock:
                     self.outcome.metrics.note_date(pid, self.env.date_of(problem))
+                    self.outcome.metrics.note_units(pid, self.env.units(problem))
             wanted = self._wanted(pid, templated or problem, made)
             if not wanted:
                 continue

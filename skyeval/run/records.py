@@ -22,7 +22,7 @@ from skyeval.errors import RunFolderError
 from skyeval.results import KINDS, PartWriter, RunFolder, content_hash
 
 GENERATE_STAGES = ("load", "template", "generate")  # failures that leave no generation
-_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error")
+_NOT_IN_SCORES = ("prompt", "solution", "tests_json", "problem", "generation", "reasoning", "score_error", "transcript")
 
 
 def failure(problem_id: str, sample_idx: int, stage: str, error_type: str, message: str, **retry: Any) -> dict[str, Any]:

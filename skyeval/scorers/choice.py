@@ -48,6 +48,52 @@ def score_choice(generation: str, expected: str, *, num_options: int = 4, reason
     }
 
 
+# A multiple-select answer: the letters, set apart by nothing, commas, "and", 和 or 、,
+# optionally each in parentheses or \text{}; in a box or after "answer is" / 答案是.
+_SET_FILLER = re.compile(r"\\(?:text|textbf|mathrm)\b|[{}()$\s,;，；、和]|\band\b")
+_SET_STATEMENT = re.compile(r"(?i:answer is|answer:)\s*|答案(?:是|为)[:：]?\s*")
+
+
+def extract_choice_set(generation: str, num_options: int = 4) -> str | None:
+    """The letters chosen in a multiple-select answer, sorted ("ACD"), or None: the last
+    `\\boxed{}` holding nothing but option letters, else the last "answer is ..." /
+    "答案是 ..." statement whose first word is made of them. A letter named twice is no answer."""
+    from skyeval.scorers.math import last_boxed
+
+    valid = LETTERS[:num_options]
+    tail = generation[-TAIL_CHARS:]
+    candidates = []
+    boxed = last_boxed(tail)
+    if boxed is not None:
+        candidates.append(boxed)
+    else:
+        statements = list(_SET_STATEMENT.finditer(tail))
+        if statements:
+            candidates.append(re.split(r"[.。\n]", tail[statements[-1].end():], maxsplit=1)[0])
+    for text in candidates:
+        letters = _SET_FILLER.sub("", text)
+        if letters and all(c in valid for c in letters) and len(set(letters)) == len(letters):
+            return "".join(sorted(letters))
+    return None
+
+
+def score_choice_set(generation: str, expected: str, *, num_options: int = 4, reasoning: str | None = None) -> dict:
+    """A multiple-select question: right only with exactly the gold's letters, in any order.
+    The same fields as `score_choice`."""
+    from skyeval.reasoning import parse
+
+    parsed = parse(generation, reasoning_content=reasoning)
+    extracted = extract_choice_set(parsed.answer, num_options) if parsed.answer else None
+    gold = "".join(sorted(expected.strip().upper()))
+    return {
+        "score": 1.0 if extracted is not None and extracted == gold else 0.0,
+        "extracted": extracted,
+        "parse_failed": extracted is None,
+        "timed_out": False,
+        "reasoning_state": parsed.state,
+    }
+
+
 @lru_cache(maxsize=len(LETTERS))
 def _patterns(num_options: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
     if not 1 <= num_options <= len(LETTERS):

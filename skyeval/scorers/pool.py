@@ -50,7 +50,9 @@ class ScorerPool:
     """`fn` on `workers` processes (default: the cores this process may use).
 
     `map(items)` returns one result per item, in order: `fn`'s value or an `ItemFailure`;
-    it raises InfrastructureError when the pool could not score an item. `close()` (or
+    it raises InfrastructureError when the pool could not score an item. A worker takes
+    at most `chunk_size` queued items at once (1: one by one, so a slow item holds up no
+    other). `close()` (or
     `with`) stops the workers; a closed pool refuses work."""
 
     def __init__(self, fn: Callable[[Any], Any], workers: int | None = None, *,
@@ -248,8 +250,8 @@ class _Slot:
         if first is None:
             return None
         tasks = [first]
-        share = min(self.pool.chunk_size, self.pool._tasks.qsize() // (2 * self.pool.workers))
-        while len(tasks) < 1 + share:
+        share = min(self.pool.chunk_size - 1, self.pool._tasks.qsize() // (2 * self.pool.workers))
+        while len(tasks) < 1 + share:  # at most chunk_size: 1 takes items one by one
             try:
                 task = self.pool._tasks.get_nowait()
             except queue.Empty:

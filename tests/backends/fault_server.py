@@ -13,6 +13,10 @@ Endpoints (non-streaming JSON only):
 - ``answer_variants``: templates used instead of ``answer_template``, choice ``I`` of a
   request with seed ``S`` taking variant ``(I + S) % len``: samples that differ as a
   sampled model's do (``--answer-variant``, repeatable).
+- ``responder``: a function of the request body returning the answer text (in-process
+  servers only): a scripted model that reads the whole conversation (tests/tools).
+- ``stop`` is honoured as vLLM does: an answer is cut before the first stop string it
+  holds, with ``finish_reason: "stop"``.
 - ``GET /admin/stats``: ``{"requests", "in_flight", "max_in_flight"}``.
 - ``POST /admin/config``: JSON of settings to change (any ``Settings`` field; ``faults`` as
   a list of ``Fault`` dicts). ``POST /admin/heal``: set ``fail_fraction`` to 0.
@@ -107,6 +111,7 @@ class Settings:
     reasoning_template: str | None = None
     hidden_reasoning_tokens: int = 0
     finish_reason: str = "stop"
+    responder: Any = None  # body -> answer text (a Python function: in-process servers only)
 
 
 class FaultServer:
@@ -260,6 +265,8 @@ class FaultServer:
         values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"),
                       prompt_hash=hashlib.sha256(text.encode()).hexdigest()[:8])
         scripted = next((answer for key, answer in self.settings.answer_table.items() if key in text), None)
+        if self.settings.responder is not None:
+            scripted = self.settings.responder(body)
         variants = self.settings.answer_variants
         answers = [scripted if scripted is not None else
                    (variants[(i + (values["seed"] or 0)) % len(variants)] if variants
@@ -268,8 +275,12 @@ class FaultServer:
         thoughts = [template.format(index=i, **values) if template else "" for i in range(n)]
         budget = body.get("max_completion_tokens", body.get("max_tokens"))
         finish = [self.settings.finish_reason] * n
+        stops = [body["stop"]] if isinstance(body.get("stop"), str) else list(body.get("stop") or [])
         for i, answer in enumerate(answers):
-            words = answer.split()
+            cuts = [answer.find(stop) for stop in stops if stop in answer]
+            if cuts:
+                answers[i], finish[i] = answer[:min(cuts)], "stop"
+            words = answers[i].split()
             if budget is not None and len(words) > budget:
                 answers[i], finish[i] = " ".join(words[:budget]), "length"
         choices = []

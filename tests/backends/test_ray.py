@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig
+from skyeval.backends.base import GenerationRequest, SamplingParams, ScalingConfig, continued_prompt
 from skyeval.backends.ray import SEGMENT_BATCHES, RayBackend, RayConfig, check_visible
 from skyeval.backends.vllm import load_tokenizer, render_prompt
 from skyeval.errors import ConfigError, RunFolderError
@@ -87,8 +87,10 @@ def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session
     window = backend.window()
     fixed = [GenerationRequest("chat", SYSTEM, [0, 1, 2]), GenerationRequest("text", "2+3=", [0, 3]),
              GenerationRequest("long", "x " * 600, [0]),
-             GenerationRequest("think", [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "<think>"}], [0])]
-    extra = 6  # 7 samples above + 6: a segment of 12, then one of 1
+             GenerationRequest("think", [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "<think>"}], [0]),
+             # a sample a tool loop continues (skyeval.tools): its message goes on, within its own budget
+             GenerationRequest("go on", SYSTEM, [1], continuation="```output\n5\n```\n", max_tokens=2)]
+    extra = 5  # 8 samples above + 5: a segment of 12, then one of 1
     pulled = consumed = 0
     ahead: list[int] = []
 
@@ -104,7 +106,7 @@ def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session
     for result in backend.generate(requests(), sampling):
         results.append(result)
         consumed += 1
-    assert consumed == pulled == 7 + extra
+    assert consumed == pulled == 8 + extra
     assert max(ahead) <= window + 3  # never more than a segment (plus one request's samples) ahead
     by_key = {(r.id, r.sample_idx): r for r in results}
     assert len(by_key) == len(results)
@@ -113,8 +115,13 @@ def test_one_cpu_replica_streams_a_generator_of_requests(tiny_model, ray_session
     think = by_key.pop(("think", 0))
     assert think.generation == "" and think.reasoning and think.finish_reason == "length"
     assert think.usage["reasoning_tokens"] == think.usage["completion_tokens"] == 8
+    continued = by_key.pop(("go on", 1))
+    tokenizer = load_tokenizer(tiny_model, {})
+    assert continued.usage["prompt_tokens"] == len(render_prompt(
+        tokenizer, continued_prompt(SYSTEM, "```output\n5\n```\n"), None))  # the assistant message left open
+    assert continued.usage["completion_tokens"] <= 2 and continued.text is not None and continued.seed == 4
     assert all(r.ok and r.finish_reason in ("stop", "length") for r in by_key.values())
-    chat_tokens = len(render_prompt(load_tokenizer(tiny_model, {}), SYSTEM, None))
+    chat_tokens = len(render_prompt(tokenizer, SYSTEM, None))
     for (request_id, idx), r in by_key.items():
         if request_id in ("chat", "text"):
             assert r.usage["prompt_tokens"] == (chat_tokens if request_id == "chat" else 4)

@@ -102,6 +102,33 @@ def test_http_backend_against_vllm_serve(server, tiny_model):
         backend.close()
 
 
+def test_a_continued_sample_goes_on_in_its_own_message(server, tiny_model):
+    """What a tool loop sends (skyeval.tools): the server continues the assistant message
+    (`continue_final_message`: its prompt is the message left open, not closed and followed
+    by a new one) or the text prompt, within the request's own token budget."""
+    from skyeval.backends.base import continued_prompt
+    from skyeval.backends.openai import HTTPConfig
+    from skyeval.backends.vllm import load_tokenizer, render_prompt
+
+    backend = HTTPConfig(model_source=tiny_model, api_url=server, api_key_env=None).build()
+    so_far = "Let me compute.\n```python\nprint(1)\n```\n```output\n1\n```\n"
+    try:
+        requests = [GenerationRequest("chat", SYSTEM, [0], continuation=so_far, max_tokens=5),
+                    GenerationRequest("text", "2+3=", [0], continuation=" 5, and", max_tokens=5)]
+        results = {r.id: r for r in backend.generate(requests, SamplingParams(max_tokens=50, temperature=1.0))}
+    finally:
+        backend.close()
+    tokenizer = load_tokenizer(tiny_model, {})
+    open_message = render_prompt(tokenizer, continued_prompt(SYSTEM, so_far), None)
+    closed = render_prompt(tokenizer, SYSTEM + [{"role": "assistant", "content": so_far}, {"role": "user", "content": ""}],
+                           None)
+    assert tokenizer.decode(open_message).endswith("<|assistant|>\n" + so_far)
+    assert results["chat"].usage["prompt_tokens"] == len(open_message) < len(closed)
+    assert results["text"].usage["prompt_tokens"] == len(tokenizer.encode("2+3= 5, and"))
+    assert all(r.ok and r.usage["completion_tokens"] <= 5 and r.text is not None for r in results.values())
+    assert backend.continues_messages  # vLLM's server accepts continue_final_message
+
+
 def test_cli_evaluates_gsm8k_against_vllm_serve(server, tiny_model, tmp_path, data_dir):
     """The issue's command: `evaluate +env=gsm8k model_config=openai model_config.api_url=...`."""
     from tests.conftest import load_summary, read_jsonl, run_cli

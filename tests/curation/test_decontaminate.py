@@ -203,3 +203,15 @@ def test_a_run_folder_is_checked_on_its_prompts(index, tmp_path):
     assert report["fields"] == ["prompt", "generation"] and report["on"] == "prompt"
     assert (removed["id"], removed["sample_idx"]) == ("p0", 0)
     assert removed["contamination"][0]["benchmark"] == "aime24" and removed["contamination"][0]["match"] == "contains"
+
+
+def test_the_qwen_math_suite_and_ifeval_are_indexed_and_found(data_dir):
+    suite = ["college_math", "gaokao2023en", "gaokao2024_I", "gaokao2024_II", "gaokao2024_mix", "gaokao_math_cloze",
+             "gaokao_math_qa", "cmath", "cn_middle_school", "svamp", "asdiv", "mawps", "carp_en", "sat_math",
+             "mmlu_stem", "aqua", "ifeval"]
+    assert set(suite) <= set(benchmark_names())  # the default index covers them
+    picked = ["svamp", "ifeval", "cmath", "aqua"]
+    idx = BenchmarkIndex.from_envs(picked)
+    texts = [f"Here is a task for you. {problems(name)[7]['question']} Answer carefully." for name in picked]
+    found = idx.check([[("problem", text)] for text in texts + ["A question about the colour of the sky at noon."]])
+    assert [sorted({m.benchmark for m in f}) for f in found] == [[name] for name in picked] + [[]]

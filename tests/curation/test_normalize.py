@@ -16,3 +16,10 @@ def test_content_is_kept():
     assert normalize("Find x.") != normalize("Find y.")
     assert words("Naïve café’s costs 5 × 2 — ≤ 9") == ["naïve", "café", "s", "costs", "5", "2", "9"]  # non-ASCII letters kept
     assert words("x_2 + y") == ["x", "2", "y"]
+
+
+def test_chinese_ideographs_are_words_and_fullwidth_punctuation_is_dropped():
+    from skyeval.curation.normalize import words
+
+    assert words("她还剩多少页？看了90页，") == ["她", "还", "剩", "多", "少", "页", "看", "了", "90", "页"]
+    assert words("Dr. Smith, naïve café") == ["dr", "smith", "naïve", "café"]  # other scripts as before

@@ -125,10 +125,18 @@ function richText(value) {
       if (!found) { i += run; continue; }
     } else { i++; continue; }
     out += esc(text.slice(plain, i));
-    out += code !== null ? `<code>${esc(text.slice(i, code))}</code>` : formula(found.tex, found.display, text.slice(i, found.end));
+    out += code !== null ? codeHtml(text.slice(i, code)) : formula(found.tex, found.display, text.slice(i, found.end));
     i = plain = code !== null ? code : found.end;
   }
   return out + esc(text.slice(plain));
+}
+
+function codeHtml(source) {
+  // code as written; a tool loop's ```python and ```output blocks (tools=python) boxed apart, fences off
+  const block = source.match(/^```(python|output)\n([\s\S]*?)\n?```$/);
+  if (!block) return `<code>${esc(source)}</code>`;
+  const kind = block[1] === "python" ? "code" : "output";
+  return `<code class="tool-${kind}" data-label="${kind}">${esc(block[2])}</code>`;
 }
 
 function answerHtml(value, run) {
