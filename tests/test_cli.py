@@ -231,7 +231,8 @@ def test_score_refuses_a_misspelt_override_in_one_line(tmp_path, data_dir):
     proc = run_cli("score", f"run_dir={folder}", "sampling_params.temprature=1", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         "skyeval: error: unknown key 'sampling_params.temprature'. Did you mean 'temperature'? "
-        "Keys of sampling_params: extra, max_tokens, n, seed, stop, temperature, top_k, top_p"]
+        "Keys of sampling_params: extra, max_tokens, max_waits, min_thinking_tokens, n, seed, stop, "
+        "temperature, top_k, top_p"]
 
 
 # ---- stopped by a signal: SIGTERM takes Ctrl-C's path --------------------------------------------
