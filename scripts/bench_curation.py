@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,40 +33,18 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from skyeval.envs.registry import SkyEnvBuilder  # noqa: E402
+from tests.curation.recipe_models import REWRITE, SAMPLES, recipe, recipe_env  # noqa: E402
+
 SERVER = REPO / "tests" / "backends" / "fault_server.py"
-MARKER = "<!-- the recipe: tests/curation/test_recipe.py and scripts/bench_curation.py run the next block -->"
-SAMPLES = [
-    "<think>\nI add the numbers given, one by one, and reach {number}.\n</think>\n\nThe answer is $\\boxed{{{number}}}$.",
-    "<think>\nFirst I list what the problem gives me. Then I combine those quantities in the order the story tells "
-    "them, checking each step against the question, and the total comes to {number}.\n</think>\n\n"
-    "Therefore the final answer is $\\boxed{{{number}}}$.",
-    "<think>\nA quick guess, without checking.\n</think>\n\nThe answer is $\\boxed{{{number}1}}$.",
-    "<think>\nWorking backwards: the result has to agree with every condition stated, and {number} does.\n</think>\n\n"
-    "$\\boxed{{{number}}}$ is what the question asks for.",
-]
-REWRITE = ("<reasoning>\nRestated ({prompt_hash}): the quantities of the problem, combined in order, give {number}."
-           "\n</reasoning>\n<answer>\nThe answer is $\\boxed{{{number}}}$.\n</answer>\nDifficulty: 3")
-SAMPLER_CONFIG = """model_config:
-  type: openai
-  model_source: sampler
-  api_url: {url}
-  api_key_env: null
-template:
-  messages:
-    - role: user
-      content: "{{question}}\\nPut the final answer in \\\\boxed{{}}. (reference: {{expected}})"
-"""
 # every `python` of the recipe under /usr/bin/time: one record per step in $BENCH_TIMES
 TIMED = """python() {
   /usr/bin/time -f "%e %M %U %S" -o "$BENCH_TIMES.one" "$BENCH_PYTHON" "$@"
   echo "$(cat "$BENCH_TIMES.one") $*" >> "$BENCH_TIMES"
 }
 """
-
-
-def recipe() -> str:
-    text = (REPO / "docs" / "curation.md").read_text(encoding="utf-8")
-    return re.search(r"```bash\n(.*?)^```", text[text.index(MARKER):], re.M | re.S).group(1)
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen, str]:
@@ -130,14 +107,7 @@ def main() -> int:
         sampler, sampler_url = start_server(*[a for s in SAMPLES for a in ("--answer-variant", s)])
         second, second_url = start_server("--answer-template", REWRITE)
         servers += [sampler, second]
-        (work / "scripts").symlink_to(REPO / "scripts")
-        (work / "sampler.yaml").write_text(SAMPLER_CONFIG.format(url=sampler_url))
-        env = {"SOURCE": "+experiment=numina_rejection_sampling env=gsm8k "
-                         f"env._target_=skyeval.curation.rejection.GSM8KRejectionEnv env.limit={args.problems}",
-               "SAMPLER": "--config sampler.yaml",
-               "REWRITER": f"--model openai --set model_source=rewriter --set api_url={second_url} "
-                           "--set api_key_env=null",
-               "AGAINST": args.against, "PYTHONPATH": str(REPO)}
+        env = recipe_env(work, args.problems, sampler_url, second_url, args.against)
         print(f"load before: {load()} on {os.cpu_count()} cores")
         started = time.monotonic()
         steps = run(work, env, work / "times.txt")
@@ -179,9 +149,6 @@ def _curate(work: Path, env: dict[str, str], *args: str, **extra: str) -> tuple[
 
 def planted_copies(work: Path, run_dir: Path, env: dict[str, str]) -> str:
     """3 MATH-500 problems written into user turns of each SFT export, then decontaminated."""
-    sys.path.insert(0, str(REPO))
-    from skyeval.envs.registry import SkyEnvBuilder
-
     copies = [p["question"] for p in SkyEnvBuilder.build("math500", {"limit": 3}).load_problems()]
     found = []
     for name, key, user in (("sft.jsonl", "messages", "content"), ("sft_sharegpt.jsonl", "conversations", "value")):

@@ -13,46 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.backends.fault_server import FaultServer
-from tests.conftest import REPO, read_jsonl
+from tests.conftest import read_jsonl
+from tests.curation.recipe_models import REWRITE, SAMPLES, recipe, recipe_env
 
 pytestmark = pytest.mark.slow
 
-MARKER = "<!-- the recipe: tests/curation/test_recipe.py and scripts/bench_curation.py run the next block -->"
 PROBLEMS = 8
-
-
-def recipe() -> str:
-    """The bash block after the recipe's marker in docs/curation.md."""
-    text = (REPO / "docs" / "curation.md").read_text(encoding="utf-8")
-    return re.search(r"```bash\n(.*?)^```", text[text.index(MARKER):], re.M | re.S).group(1)
-
-
-# the sampling model: four different traces per problem, reasoning in <think>, the third
-# one wrong; the prompt carries the gold (see sampler.yaml), so the others are right
-SAMPLES = [
-    "<think>\nI add the numbers given, one by one, and reach {number}.\n</think>\n\nThe answer is $\\boxed{{{number}}}$.",
-    "<think>\nFirst I list what the problem gives me. Then I combine those quantities in the order the story tells "
-    "them, checking each step against the question, and the total comes to {number}.\n</think>\n\n"
-    "Therefore the final answer is $\\boxed{{{number}}}$.",
-    "<think>\nA quick guess, without checking.\n</think>\n\nThe answer is $\\boxed{{{number}1}}$.",
-    "<think>\nWorking backwards: the result has to agree with every condition stated, and {number} does.\n</think>\n\n"
-    "$\\boxed{{{number}}}$ is what the question asks for.",
-]
-# the second model: a rewrite (its reasoning and answer: one of its own for each trace) that
-# also ends with a difficulty label
-REWRITE = ("<reasoning>\nRestated ({prompt_hash}): the quantities of the problem, combined in order, give {number}."
-           "\n</reasoning>\n"
-           "<answer>\nThe answer is $\\boxed{{{number}}}$.\n</answer>\nDifficulty: 3")
-SAMPLER_CONFIG = """model_config:
-  type: openai
-  model_source: sampler
-  api_url: {url}
-  api_key_env: null
-template:
-  messages:
-    - role: user
-      content: "{{question}}\\nPut the final answer in \\\\boxed{{}}. (reference: {{expected}})"
-"""
 
 
 def run_recipe(cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -63,15 +29,8 @@ def run_recipe(cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_the_recipe_runs_as_written_and_a_rerun_sends_nothing(tmp_path, data_dir):
-    (tmp_path / "scripts").symlink_to(REPO / "scripts")  # the recipe runs from a checkout
     with FaultServer(answer_variants=SAMPLES) as sampler, FaultServer(answer_template=REWRITE) as second:
-        (tmp_path / "sampler.yaml").write_text(SAMPLER_CONFIG.format(url=sampler.url))
-        env = {"SOURCE": "+experiment=numina_rejection_sampling env=gsm8k "
-                         f"env._target_=skyeval.curation.rejection.GSM8KRejectionEnv env.limit={PROBLEMS}",
-               "SAMPLER": "--config sampler.yaml",
-               "REWRITER": f"--model openai --set model_source=rewriter --set api_url={second.url} "
-                           "--set api_key_env=null",
-               "AGAINST": "math500", "PYTHONPATH": str(REPO)}
+        env = recipe_env(tmp_path, PROBLEMS, sampler.url, second.url, "math500")
         first = run_recipe(tmp_path, env)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
         asked = (len(sampler.log), len(second.log))
