@@ -39,7 +39,7 @@ def test_dev_set_reworded_and_distractors_found_clean_rows_not_flagged(data_dir)
     cell = {kind: r["by_threshold"][DEFAULT_PARAPHRASE] for kind, r in results.items()}
     rows = {kind: r["rows"] for kind, r in results.items()}
     print("\n", {k: (c["found"], rows[k]) for k, c in cell.items()})
-    assert rows == {"reworded": 1319, "distractor": 400, "clean_math": 2200, "clean_gsm8k_train": 1000,
+    assert rows == {"reworded": 1315, "distractor": 400, "clean_math": 2200, "clean_gsm8k_train": 1000,
                     "clean_science": 800}
     assert cell["reworded"]["right"] >= 0.95 * rows["reworded"]
     assert cell["reworded"]["paraphrase_only"] >= 0.9 * rows["reworded"]  # n-grams alone find almost none
