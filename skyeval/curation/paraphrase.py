@@ -10,7 +10,11 @@ the benchmark problems.
    (those of at most `MAX_DF` of the problems, and at most `MAX_POSTINGS`) and its
    `RETRIEVAL_WORDS` rarest ones. A row is scored against the problems whose indexed words
    it shares, `RETRIEVAL` of their weight at least, and whose score could still reach the
-   threshold; the `TOP_K` best of a row on those words.
+   threshold; the `TOP_K` best of a row on those words. Pairs that cannot reach it are
+   dropped as early as a bound allows: the index is split in `BLOCKS` by the problems'
+   `capacity` (a long row needs a problem of many words to be focused on it, so it skips
+   the blocks of short problems), and a shared weight too small for a problem's bound is
+   dropped before the pair is looked at.
 2. Scoring (those pairs): `combine` = the problem's word coverage (idf-weighted share of
    its words the row holds) x its quantity coverage (idf-weighted share of its quantities
    found in the row) x its `trust` (how much its quantities and words carry: "2 and 3",
@@ -22,7 +26,9 @@ the benchmark problems.
 
 Problems with fewer than `MIN_FEATURES` words or no quantity (a one-line "Simplify
 $\\sqrt{242}$") are left to the n-gram check: a paraphrase of them is not told apart from
-chance.
+chance. A problem found under several names (the same normalized text, as ASDiv and MAWPS
+share problems, or MMLU-STEM's questions in MMLU once its `Answer Choices:` header is set
+aside: `problem_key`) is indexed once; `same_problems` lists them all.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from itertools import repeat
 from typing import TYPE_CHECKING
 
@@ -51,6 +58,7 @@ WORD_INFORMATION = 4.4
 EXTRA = 0.8  # how much quantities of the row that the problem has not lower the score
 MAX_DF = 0.05  # words of more than this share of the problems are common: not in the inverted index,
 MAX_POSTINGS = 100  # nor those of more problems than this (bounds the retrieval's work per row)
+BLOCKS = 8  # parts of the inverted index, by problem capacity (a long row skips those of short problems)
 MAX_CACHE = 500_000  # tokens remembered per process when texts are read here (check without features)
 
 _NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
@@ -162,18 +170,7 @@ def quantities(text: str) -> set[str]:
             if start > 1 and (text[start - 2].isalnum() or text[start - 2] in "._"):
                 continue
             number = "." + _LEADING_DIGITS.match(number).group()
-        number = number.replace(",", "")
-        whole, _, decimals = number.partition(".")
-        if not (denominator or percent or len(decimals) > 6):  # 1200, 2.50: written as number_text would
-            decimals = decimals.rstrip("0")
-            found.add(f"{int(whole or 0)}.{decimals}" if decimals else str(int(whole or 0)))
-        else:
-            value = Fraction(number)
-            if denominator and int(denominator):
-                value /= int(denominator)
-            found.add(number_text(value))
-            if percent:
-                found.add(number_text(value / 100))
+        found.update(_number_quantities(number, denominator, percent is not None))
     if not text.isascii():
         found.update(number_text(_GLYPHS[glyph]) for glyph in _GLYPH.findall(text))
     words = text.encode().translate(_LETTER_RUNS).decode().split()
@@ -196,6 +193,20 @@ def quantities(text: str) -> set[str]:
     if pending is not None:
         found.add(number_text(pending))
     return found
+
+
+@lru_cache(maxsize=1 << 16)
+def _number_quantities(number: str, denominator: str | None, percent: bool) -> tuple[str, ...]:
+    """The quantities of one number as `quantities` reads it (remembered: texts repeat their numbers)."""
+    number = number.replace(",", "")
+    whole, _, decimals = number.partition(".")
+    if not (denominator or percent or len(decimals) > 6):  # 1200, 2.50: written as number_text would
+        decimals = decimals.rstrip("0")
+        return (f"{int(whole or 0)}.{decimals}" if decimals else str(int(whole or 0)),)
+    value = Fraction(number)
+    if denominator and int(denominator):
+        value /= int(denominator)
+    return (number_text(value), number_text(value / 100)) if percent else (number_text(value),)
 
 
 def _variants(word: str) -> list[str]:
@@ -228,6 +239,24 @@ def combine(words, focus, numbers, extra, trusted):  # floats, or numpy arrays o
     return words * np.minimum(1.0, focus / FOCUS) ** 2 * numbers ** 2 * trusted * (1 - EXTRA * extra)
 
 
+def problem_key(text: str) -> str:
+    """What makes two benchmark problems the same problem: their normalized text, the
+    multiple-choice header `Answer Choices:` set aside (the Qwen2.5-Math harness writes
+    MMLU's questions with it, MMLU's own copy without)."""
+    from skyeval.curation.normalize import normalize
+
+    return normalize(text).replace(" answer choices a ", " a ", 1)
+
+
+@dataclass
+class RetrievalBlock:
+    """One part of the inverted index: the problems of a range of `capacity`."""
+
+    problems: "np.ndarray"  # problem indices of the matrix's columns
+    matrix: "scipy.sparse.csr_matrix"  # word feature x those problems: idf weights of their retrieval words
+    capacity: float  # the largest capacity of its problems
+
+
 @dataclass
 class ParaphraseMatch:
     """A row's best paraphrase candidate: the problem's index and the score's parts."""
@@ -247,7 +276,7 @@ class ParaphraseIndex:
     threshold: float
     feature_ids: dict[str, int]  # word features of the problems
     word_weights: "np.ndarray"  # per feature id: its idf
-    retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights of its retrieval words
+    blocks: list[RetrievalBlock]  # the inverted index (retrieval words), by problem capacity, ascending
     common: "scipy.sparse.csr_matrix"  # problem x word feature: idf weights of its other words
     word_totals: "np.ndarray"  # per problem: summed weight of its words (inf: not indexed)
     common_totals: "np.ndarray"  # per problem: summed weight of its other words
@@ -256,8 +285,14 @@ class ParaphraseIndex:
     problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight ({}: not indexed)
     quantity_weights: dict[str, float]  # every problem quantity -> its idf (others: `unknown_weight`)
     unknown_weight: float  # the idf of a quantity of no problem
+    duplicates: dict[int, list[int]] = field(default_factory=dict)  # indexed problem -> the same problem's
+    # other indices (`problem_key`; those are not indexed themselves)
     cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> word feature id or -1
     token_features: "np.ndarray | None" = None  # vocabulary id -> word feature id or -1 (extend_vocabulary)
+
+    def same_problems(self, problem: int) -> list[int]:
+        """The indices of a matched problem and of every other copy of it (`problem_key`)."""
+        return [problem, *self.duplicates.get(problem, ())]
 
     def extend_vocabulary(self, vocab: dict[str, int]) -> None:
         """Add to `vocab` (token -> id, the n-gram index's) the inflections and synonyms of
@@ -281,56 +316,75 @@ class ParaphraseIndex:
     @classmethod
     def build(cls, texts: list[str], *, threshold: float = DEFAULT_THRESHOLD, max_df: float = MAX_DF,
               min_features: int = MIN_FEATURES) -> "ParaphraseIndex":
+        """The index of `texts` (a problem's index is its position); a problem whose
+        `problem_key` an earlier one has is indexed through that one (`same_problems`), and
+        idf counts distinct problems."""
         import numpy as np
         import scipy.sparse
 
         if not 0 < threshold <= 1:
             raise ValueError(f"paraphrase threshold must be in (0, 1], got {threshold}")
-        per_problem = [features(t) for t in texts]
-        per_quantities = [quantities(t) for t in texts]
+        first: dict[str, int] = {}
+        duplicates: dict[int, list[int]] = {}
+        for problem, text in enumerate(texts):
+            seen = first.setdefault(problem_key(text), problem)
+            if seen != problem:
+                duplicates.setdefault(seen, []).append(problem)
+        distinct = sorted(first.values())
+        per_problem = {p: features(texts[p]) for p in distinct}
+        per_quantities = {p: quantities(texts[p]) for p in distinct}
         count = len(texts)
         df: dict[str, int] = {}
-        for fs, qs in zip(per_problem, per_quantities):
-            for f in fs | {"#" + q for q in qs}:
+        for problem in distinct:
+            for f in per_problem[problem] | {"#" + q for q in per_quantities[problem]}:
                 df[f] = df.get(f, 0) + 1
-        idf = {f: math.log((count + 1) / (n + 0.5)) for f, n in df.items()}
-        unit = math.log((count + 1) / 1.5)  # the idf of a feature of one problem alone
-        rare = max(2, min(int(max_df * count), MAX_POSTINGS))  # a word of more problems is common
+        idf = {f: math.log((len(distinct) + 1) / (n + 0.5)) for f, n in df.items()}
+        unit = math.log((len(distinct) + 1) / 1.5)  # the idf of a feature of one problem alone
+        rare = max(2, min(int(max_df * len(distinct)), MAX_POSTINGS))  # a word of more problems is common
         kept = sorted(f for f in df if f[0] != "#")  # words (quantities are "#" + their text)
         feature_ids = {f: i for i, f in enumerate(kept)}
         word_weights = np.array([idf[f] for f in kept], dtype=np.float32)
         is_rare = np.array([df[f] <= rare for f in kept], dtype=bool)
-        rows, cols, retrieved, problem_quantities = [], [], [], []
+        rows, cols, retrieved = [], [], []
+        problem_quantities: list[dict[str, float]] = [{} for _ in texts]
         totals = np.full(count, np.inf, dtype=np.float32)
         trusts = np.zeros(count, dtype=np.float32)
-        for problem, (fs, qs) in enumerate(zip(per_problem, per_quantities)):
+        for problem in distinct:
+            fs, qs = per_problem[problem], per_quantities[problem]
             ids = sorted((feature_ids[f] for f in fs), key=lambda i: (-word_weights[i], i))  # rarest first
             if len(ids) < min_features or not qs:
-                problem_quantities.append({})
                 continue
-            problem_quantities.append({q: idf["#" + q] for q in sorted(qs)})  # sums in one order: run to run
+            problem_quantities[problem] = {q: idf["#" + q] for q in sorted(qs)}  # sums in one order: run to run
             rows.extend(ids)
             cols.extend([problem] * len(ids))
             # its rare words, and its `RETRIEVAL_WORDS` rarest ones whatever their count, retrieve it
             retrieved.extend(is_rare[i] or rank < RETRIEVAL_WORDS for rank, i in enumerate(ids))
             totals[problem] = word_weights[ids].sum()
-            trusts[problem] = trust(problem_quantities[-1], totals[problem], unit)
+            trusts[problem] = trust(problem_quantities[problem], totals[problem], unit)
         rows_a, cols_a = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
         rare_entry = np.array(retrieved, dtype=bool)
         shape = (len(kept), count)
-        retrieval = scipy.sparse.csr_matrix((word_weights[rows_a[rare_entry]], (rows_a[rare_entry],
+        retrieval = scipy.sparse.csc_matrix((word_weights[rows_a[rare_entry]], (rows_a[rare_entry],
                                             cols_a[rare_entry])), shape=shape)
         common = scipy.sparse.csr_matrix((word_weights[rows_a[~rare_entry]], (cols_a[~rare_entry],
                                          rows_a[~rare_entry])), shape=shape[::-1])
         common_totals = np.asarray(common.sum(axis=1), dtype=np.float32).ravel()
         rare_totals = np.asarray(retrieval.sum(axis=0), dtype=np.float32).ravel()
+        # capacity: a problem of capacity c reaches a score of t only on rows whose word weight
+        # is at most c / (FOCUS * sqrt(t)) (its shared words are at most all of its words)
+        indexed = np.flatnonzero(trusts > 0)
+        capacity = totals[indexed] * np.sqrt(trusts[indexed])
+        blocks = [RetrievalBlock(np.sort(indexed[part]), retrieval[:, np.sort(indexed[part])].tocsr(),
+                                 float(capacity[part].max()))
+                  for part in np.array_split(np.argsort(capacity, kind="stable"), BLOCKS) if len(part)]
         quantity_weights = {f[1:]: w for f, w in idf.items() if f[0] == "#"}
-        return cls(threshold, feature_ids, word_weights, retrieval, common, totals, common_totals, rare_totals, trusts,
-                   problem_quantities, quantity_weights, math.log((count + 1) / 0.5))
+        return cls(threshold, feature_ids, word_weights, blocks, common, totals, common_totals, rare_totals, trusts,
+                   problem_quantities, quantity_weights, math.log((len(distinct) + 1) / 0.5), duplicates)
 
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "features": len(self.feature_ids),
-                "problems_indexed": sum(1 for q in self.problem_quantities if q)}
+                "problems_indexed": sum(1 for q in self.problem_quantities if q),
+                "same_problem_copies": sum(map(len, self.duplicates.values()))}
 
     def _cached_feature_id(self, token: str) -> int:
         found = self._word_feature_id(token)
@@ -360,7 +414,7 @@ class ParaphraseIndex:
 
         threshold = self.threshold if threshold is None else threshold
         results: list[ParaphraseMatch | None] = [None] * len(texts)
-        if not self.retrieval.nnz or not texts:
+        if not self.blocks or not texts:
             return results
         if features is None:
             tokens = [normalized_words(t) for t in texts]
@@ -377,17 +431,16 @@ class ParaphraseIndex:
         query.sum_duplicates()
         query.data[:] = 1.0
         row_weight = np.maximum(query @ self.word_weights, 1e-9)
-        hits = (query @ self.retrieval).tocoo()  # weight of each problem's retrieval words the row holds
         # candidates: pairs sharing `RETRIEVAL` of the problem's retrieval word weight whose
         # score could reach the threshold (were every other word of the problem in the row, all
         # its quantities found and none extra); a row's `TOP_K` best on those words are scored
-        retrieved = np.flatnonzero(hits.data >= RETRIEVAL * self.rare_totals[hits.col])
-        pair_rows, problems, rare = hits.row[retrieved], hits.col[retrieved], hits.data[retrieved]
+        pair_rows, problems, rare = self._retrieve(query, row_weight, threshold)
         bound = self._partial(rare + self.common_totals[problems], pair_rows, problems, row_weight)
         keep = np.flatnonzero(bound >= threshold)
         rank = self._partial(rare[keep], pair_rows[keep], problems[keep], row_weight)
-        keep = keep[np.argsort(pair_rows[keep] * 2.0 - rank, kind="stable")]  # by row, best first
-        ranks = np.arange(len(keep)) - np.searchsorted(pair_rows[keep], pair_rows[keep], side="left")
+        keep = keep[np.lexsort((problems[keep], -rank, pair_rows[keep]))]  # by row, best first (ties: by problem)
+        counts = np.bincount(pair_rows[keep], minlength=len(texts))
+        ranks = np.arange(len(keep)) - (np.cumsum(counts) - counts)[pair_rows[keep]]  # place within its row
         keep = keep[ranks < TOP_K]
         pair_rows, problems = pair_rows[keep], problems[keep]
         shared = rare[keep] + np.asarray(query[pair_rows].multiply(self.common[problems]).sum(axis=1)).ravel()
@@ -405,6 +458,37 @@ class ParaphraseIndex:
             if match.score >= threshold and (best is None or match.score > best.score):
                 results[row] = match
         return results
+
+    def _retrieve(self, query: "scipy.sparse.csr_matrix", row_weight: "np.ndarray", threshold: float
+                  ) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+        """(row, problem, weight of the problem's retrieval words the row holds) of the pairs
+        sharing `RETRIEVAL` of that weight, less those whose bound (`_partial`) cannot reach
+        `threshold` for want of capacity (the row's words outweigh the problem's) or of shared
+        weight (were every other word of the problem in the row)."""
+        import numpy as np
+        import scipy.sparse
+
+        threshold *= 1 - 1e-4  # the bounds below in float32: never drop a pair `_partial` keeps
+        need = FOCUS * math.sqrt(threshold) * row_weight  # the capacity a problem needs to reach it on a row
+        order = np.argsort(need, kind="stable")
+        ordered, need = query[order], need[order]
+        with np.errstate(divide="ignore", invalid="ignore"):  # problems not indexed: trust 0, no retrieval words
+            least = np.maximum(RETRIEVAL * self.rare_totals,
+                               threshold * self.word_totals / self.trust - self.common_totals)
+        found = []
+        for block in self.blocks:
+            reached = int(np.searchsorted(need, block.capacity, side="right"))  # rows [0, reached) need no more
+            if not reached:
+                continue
+            end = ordered.indptr[reached]  # the first rows of `ordered`, without a copy
+            rows = scipy.sparse.csr_matrix((ordered.data[:end], ordered.indices[:end], ordered.indptr[:reached + 1]),
+                                           shape=(reached, ordered.shape[1]), copy=False)
+            hits = (rows @ block.matrix).tocoo()
+            passing = np.flatnonzero(hits.data >= least[block.problems][hits.col])
+            found.append((order[hits.row[passing]], block.problems[hits.col[passing]], hits.data[passing]))
+        if not found:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        return tuple(np.concatenate(parts) for parts in zip(*found))
 
     def _partial(self, shared: "np.ndarray", rows: "np.ndarray", problems: "np.ndarray",
                  row_weight: "np.ndarray") -> "np.ndarray":
