@@ -10,11 +10,7 @@ the benchmark problems.
    (those of at most `MAX_DF` of the problems, and at most `MAX_POSTINGS`) and its
    `RETRIEVAL_WORDS` rarest ones. A row is scored against the problems whose indexed words
    it shares, `RETRIEVAL` of their weight at least, and whose score could still reach the
-   threshold; the `TOP_K` best of a row on those words. Pairs that cannot reach it are
-   dropped as early as a bound allows: the index is split in `BLOCKS` by the problems'
-   `capacity` (a long row needs a problem of many words to be focused on it, so it skips
-   the blocks of short problems), and a shared weight too small for a problem's bound is
-   dropped before the pair is looked at.
+   threshold; the `TOP_K` best of a row on those words.
 2. Scoring (those pairs): `combine` = the problem's word coverage (idf-weighted share of
    its words the row holds) x its quantity coverage (idf-weighted share of its quantities
    found in the row) x its `trust` (how much its quantities and words carry: "2 and 3",
@@ -58,7 +54,6 @@ WORD_INFORMATION = 4.4
 EXTRA = 0.8  # how much quantities of the row that the problem has not lower the score
 MAX_DF = 0.05  # words of more than this share of the problems are common: not in the inverted index,
 MAX_POSTINGS = 100  # nor those of more problems than this (bounds the retrieval's work per row)
-BLOCKS = 8  # parts of the inverted index, by problem capacity (a long row skips those of short problems)
 MAX_CACHE = 500_000  # tokens remembered per process when texts are read here (check without features)
 
 _NUMBER_TOKEN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?$")
@@ -249,15 +244,6 @@ def problem_key(text: str) -> str:
 
 
 @dataclass
-class RetrievalBlock:
-    """One part of the inverted index: the problems of a range of `capacity`."""
-
-    problems: "np.ndarray"  # problem indices of the matrix's columns
-    matrix: "scipy.sparse.csr_matrix"  # word feature x those problems: idf weights of their retrieval words
-    capacity: float  # the largest capacity of its problems
-
-
-@dataclass
 class ParaphraseMatch:
     """A row's best paraphrase candidate: the problem's index and the score's parts."""
 
@@ -276,7 +262,7 @@ class ParaphraseIndex:
     threshold: float
     feature_ids: dict[str, int]  # word features of the problems
     word_weights: "np.ndarray"  # per feature id: its idf
-    blocks: list[RetrievalBlock]  # the inverted index (retrieval words), by problem capacity, ascending
+    retrieval: "scipy.sparse.csr_matrix"  # word feature x problem: idf weights of its retrieval words
     common: "scipy.sparse.csr_matrix"  # problem x word feature: idf weights of its other words
     word_totals: "np.ndarray"  # per problem: summed weight of its words (inf: not indexed)
     common_totals: "np.ndarray"  # per problem: summed weight of its other words
@@ -364,21 +350,14 @@ class ParaphraseIndex:
         rows_a, cols_a = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
         rare_entry = np.array(retrieved, dtype=bool)
         shape = (len(kept), count)
-        retrieval = scipy.sparse.csc_matrix((word_weights[rows_a[rare_entry]], (rows_a[rare_entry],
+        retrieval = scipy.sparse.csr_matrix((word_weights[rows_a[rare_entry]], (rows_a[rare_entry],
                                             cols_a[rare_entry])), shape=shape)
         common = scipy.sparse.csr_matrix((word_weights[rows_a[~rare_entry]], (cols_a[~rare_entry],
                                          rows_a[~rare_entry])), shape=shape[::-1])
         common_totals = np.asarray(common.sum(axis=1), dtype=np.float32).ravel()
         rare_totals = np.asarray(retrieval.sum(axis=0), dtype=np.float32).ravel()
-        # capacity: a problem of capacity c reaches a score of t only on rows whose word weight
-        # is at most c / (FOCUS * sqrt(t)) (its shared words are at most all of its words)
-        indexed = np.flatnonzero(trusts > 0)
-        capacity = totals[indexed] * np.sqrt(trusts[indexed])
-        blocks = [RetrievalBlock(np.sort(indexed[part]), retrieval[:, np.sort(indexed[part])].tocsr(),
-                                 float(capacity[part].max()))
-                  for part in np.array_split(np.argsort(capacity, kind="stable"), BLOCKS) if len(part)]
         quantity_weights = {f[1:]: w for f, w in idf.items() if f[0] == "#"}
-        return cls(threshold, feature_ids, word_weights, blocks, common, totals, common_totals, rare_totals, trusts,
+        return cls(threshold, feature_ids, word_weights, retrieval, common, totals, common_totals, rare_totals, trusts,
                    problem_quantities, quantity_weights, math.log((len(distinct) + 1) / 0.5), duplicates)
 
     def describe(self) -> dict[str, object]:
@@ -414,7 +393,7 @@ class ParaphraseIndex:
 
         threshold = self.threshold if threshold is None else threshold
         results: list[ParaphraseMatch | None] = [None] * len(texts)
-        if not self.blocks or not texts:
+        if not self.retrieval.nnz or not texts:
             return results
         if features is None:
             tokens = [normalized_words(t) for t in texts]
@@ -431,16 +410,17 @@ class ParaphraseIndex:
         query.sum_duplicates()
         query.data[:] = 1.0
         row_weight = np.maximum(query @ self.word_weights, 1e-9)
+        hits = (query @ self.retrieval).tocoo()  # weight of each problem's retrieval words the row holds
         # candidates: pairs sharing `RETRIEVAL` of the problem's retrieval word weight whose
         # score could reach the threshold (were every other word of the problem in the row, all
         # its quantities found and none extra); a row's `TOP_K` best on those words are scored
-        pair_rows, problems, rare = self._retrieve(query, row_weight, threshold)
+        retrieved = np.flatnonzero(hits.data >= RETRIEVAL * self.rare_totals[hits.col])
+        pair_rows, problems, rare = hits.row[retrieved], hits.col[retrieved], hits.data[retrieved]
         bound = self._partial(rare + self.common_totals[problems], pair_rows, problems, row_weight)
         keep = np.flatnonzero(bound >= threshold)
         rank = self._partial(rare[keep], pair_rows[keep], problems[keep], row_weight)
         keep = keep[np.lexsort((problems[keep], -rank, pair_rows[keep]))]  # by row, best first (ties: by problem)
-        counts = np.bincount(pair_rows[keep], minlength=len(texts))
-        ranks = np.arange(len(keep)) - (np.cumsum(counts) - counts)[pair_rows[keep]]  # place within its row
+        ranks = np.arange(len(keep)) - np.searchsorted(pair_rows[keep], pair_rows[keep], side="left")
         keep = keep[ranks < TOP_K]
         pair_rows, problems = pair_rows[keep], problems[keep]
         shared = rare[keep] + np.asarray(query[pair_rows].multiply(self.common[problems]).sum(axis=1)).ravel()
@@ -458,37 +438,6 @@ class ParaphraseIndex:
             if match.score >= threshold and (best is None or match.score > best.score):
                 results[row] = match
         return results
-
-    def _retrieve(self, query: "scipy.sparse.csr_matrix", row_weight: "np.ndarray", threshold: float
-                  ) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-        """(row, problem, weight of the problem's retrieval words the row holds) of the pairs
-        sharing `RETRIEVAL` of that weight, less those whose bound (`_partial`) cannot reach
-        `threshold` for want of capacity (the row's words outweigh the problem's) or of shared
-        weight (were every other word of the problem in the row)."""
-        import numpy as np
-        import scipy.sparse
-
-        threshold *= 1 - 1e-4  # the bounds below in float32: never drop a pair `_partial` keeps
-        need = FOCUS * math.sqrt(threshold) * row_weight  # the capacity a problem needs to reach it on a row
-        order = np.argsort(need, kind="stable")
-        ordered, need = query[order], need[order]
-        with np.errstate(divide="ignore", invalid="ignore"):  # problems not indexed: trust 0, no retrieval words
-            least = np.maximum(RETRIEVAL * self.rare_totals,
-                               threshold * self.word_totals / self.trust - self.common_totals)
-        found = []
-        for block in self.blocks:
-            reached = int(np.searchsorted(need, block.capacity, side="right"))  # rows [0, reached) need no more
-            if not reached:
-                continue
-            end = ordered.indptr[reached]  # the first rows of `ordered`, without a copy
-            rows = scipy.sparse.csr_matrix((ordered.data[:end], ordered.indices[:end], ordered.indptr[:reached + 1]),
-                                           shape=(reached, ordered.shape[1]), copy=False)
-            hits = (rows @ block.matrix).tocoo()
-            passing = np.flatnonzero(hits.data >= least[block.problems][hits.col])
-            found.append((order[hits.row[passing]], block.problems[hits.col[passing]], hits.data[passing]))
-        if not found:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-        return tuple(np.concatenate(parts) for parts in zip(*found))
 
     def _partial(self, shared: "np.ndarray", rows: "np.ndarray", problems: "np.ndarray",
                  row_weight: "np.ndarray") -> "np.ndarray":
