@@ -419,7 +419,7 @@ class ParaphraseIndex:
         bound = self._partial(rare + self.common_totals[problems], pair_rows, problems, row_weight)
         keep = np.flatnonzero(bound >= threshold)
         rank = self._partial(rare[keep], pair_rows[keep], problems[keep], row_weight)
-        keep = keep[np.lexsort((problems[keep], -rank, pair_rows[keep]))]  # by row, best first (ties: by problem)
+        keep = keep[np.argsort(pair_rows[keep] * 2.0 - rank, kind="stable")]  # by row, best first
         ranks = np.arange(len(keep)) - np.searchsorted(pair_rows[keep], pair_rows[keep], side="left")
         keep = keep[ranks < TOP_K]
         pair_rows, problems = pair_rows[keep], problems[keep]
