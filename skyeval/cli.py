@@ -4,7 +4,7 @@
   generate  +env=NAME [key=value ...]      generate only (score later with `score`)
   score     run_dir=PATH [key=value ...]   re-score a saved run folder, generating nothing
   serve-reward +env=NAME [port=P ...]      serve the env's grader as an RL reward (docs/rl.md)
-  status    run_dir=PATH [refresh=true]   a run folder's state and its batches (model_config=openai_batch)
+  status    run_dir=PATH | sweep=PATH     each shard, job or batch of a run or sweep: queued, running, done...
   audit | merge | compare | report         see `skyeval COMMAND --help`
   list                                     the benchmarks, their problem counts, whether their data is local
 
@@ -18,17 +18,14 @@ into these overrides, and the translation is printed.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import importlib
 import os
 import shutil
 import signal
 import sys
-import tempfile
-import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 from skyeval.errors import ConfigError, SkyevalError
 
@@ -40,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "score": "skyeval.cli:score",
     "audit": "skyeval.report.audit:main",
     "merge": "skyeval.run.merge:main",
+    "status": "skyeval.run.status:main",
     "compare": "skyeval.report.compare:main",
     "report": "skyeval.report.build:main",
     "serve-reward": "skyeval.reward.server:main",
@@ -84,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         _fail(f"unknown command {command!r}.{hint} One of: {', '.join(COMMANDS)}\n\n{USAGE}")
     function = _command(command)
-    stop = _SigtermAsCtrlC()
+    from skyeval.run.signals import SigtermAsCtrlC
+
+    stop = SigtermAsCtrlC()
     try:
         with stop.installed():
             code = function(args)
@@ -98,35 +98,6 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(err))
     if code:
         sys.exit(code)
-
-
-class _SigtermAsCtrlC:
-    """SIGTERM (`kill`, `timeout`, SLURM's scancel) takes Ctrl-C's path: KeyboardInterrupt,
-    so every `finally` runs (temporary folders removed, the run folder saved resumable) and
-    `main` ends with one line and 128 + the signal. Repeats are ignored from then on, so that
-    they do not break into that unwinding or the interpreter's exit."""
-
-    def __init__(self) -> None:
-        self.signal: signal.Signals | None = None  # set by the first SIGTERM
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        """The handler while the command runs; the previous one after, unless a SIGTERM stopped it
-        (main runs in-process too)."""
-        if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-            yield
-            return
-        previous = signal.signal(signal.SIGTERM, self.handle)
-        try:
-            yield
-        finally:
-            if self.signal is None:
-                signal.signal(signal.SIGTERM, previous)
-
-    def handle(self, signum: int, frame: Any) -> None:
-        self.signal = signal.Signals(signum)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt
 
 
 def _command(name: str) -> Callable[[list[str]], int | None]:
@@ -173,9 +144,9 @@ def _hydra(stage: str, args: list[str]) -> int:
         overrides = [_forced_env_knob(_checked_env(o)) for o in overrides]
         sweep = "-m" in flags or "--multirun" in flags
         if sweep:
-            record = Path(tempfile.mkdtemp(prefix="skyeval_sweep_"))
-            temp_dirs.append(record)
-            os.environ[SweepRecorder.ENV] = str(record / "folders.txt")
+            from skyeval.run.sweeps import RECORD_ENV, SweepRecorder
+
+            os.environ.pop(RECORD_ENV, None)
             overrides.append(f"+hydra.callbacks.skyeval_sweep._target_={SweepRecorder.__module__}.SweepRecorder")
         from hydra.errors import ConfigCompositionException
         from omegaconf.errors import OmegaConfBaseException
@@ -189,8 +160,8 @@ def _hydra(stage: str, args: list[str]) -> int:
             app.main()
         except (ConfigCompositionException, OmegaConfBaseException) as err:
             raise composition_error(err) from None
-        if sweep:
-            _print_sweep(Path(os.environ.pop(SweepRecorder.ENV)))
+        if sweep and os.environ.get(RECORD_ENV):
+            return _print_sweep(Path(os.environ.pop(RECORD_ENV)))
     finally:
         for path in temp_dirs:
             shutil.rmtree(path, ignore_errors=True)
@@ -324,56 +295,23 @@ def list_benchmarks(args: list[str]) -> int:
 
 
 # ---- sweeps --------------------------------------------------------------------------------
-class SweepRecorder:
-    """Hydra callback: appends each finished job's run folder to the file named by
-    SKYEVAL_SWEEP_RECORD, so the CLI prints one line per job when the sweep ends."""
+def _print_sweep(record: Path) -> int:
+    """One line per run of the sweep (its swept values, headline and folder), and under a
+    run not done its shards. Returns the exit code: 2 when a run ended unfinished (a SLURM
+    job failed, was cancelled or killed), else 0 (done, or still queued or running)."""
+    from skyeval.run.status import LIVE, sweep_report
+    from skyeval.run.sweeps import read
 
-    ENV = "SKYEVAL_SWEEP_RECORD"
-
-    def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
-        import json
-
-        from hydra.core.hydra_config import HydraConfig
-
-        record = os.environ.get(self.ENV)
-        if record:
-            hydra = HydraConfig.get()
-            with open(record, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"dir": hydra.runtime.output_dir, "overrides": list(hydra.overrides.task)}) + "\n")
-
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        if name.startswith("on_"):  # the other hooks: nothing to do
-            return lambda *args, **kwargs: None
-        raise AttributeError(name)
-
-
-def _print_sweep(record: Path) -> None:
-    """One line per job: the values it swept (the overrides that differ between jobs), its
-    headline and its folder."""
-    import json
-
-    lines = record.read_text(encoding="utf-8").splitlines() if record.exists() else []
-    jobs = list({job["dir"]: job for job in map(json.loads, lines)}.values())  # shards share one folder
-    if len(jobs) < 2:
-        return
-    values = [dict(o.lstrip("+~").split("=", 1) for o in job["overrides"] if "=" in o) for job in jobs]
-    swept = [k for k in dict.fromkeys(k for v in values for k in v) if len({v.get(k) for v in values}) > 1]
-    from skyeval.run.logs import plural
-
-    print(f"sweep: {len(jobs)} runs over {', '.join(swept) or 'one setting'}")
-    for job, chosen in zip(jobs, values):
-        folder = Path(job["dir"])
-        point = " ".join(f"{k}={chosen.get(k)}" for k in swept)
-        summary_path = folder / "summary.json"
-        if not summary_path.exists():
-            print(f"  {point}: no summary.json (the job failed; see its logs.txt) | {folder}")
-            continue
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        counts, accuracy = summary.get("counts", {}), summary.get("metrics", {}).get("accuracy")
-        score = f"accuracy {accuracy:.4f}" if isinstance(accuracy, (int, float)) else summary.get("stage", "")
-        samples = counts.get("samples")
-        print(f"  {point}: {summary.get('env')} {score} | {plural(samples, 'sample') if isinstance(samples, int) else '—'}, "
-              f"{counts.get('failed')} failed | {folder}")
+    if not record.exists() or len(read(record)) < 2:
+        return 0
+    lines, kinds = sweep_report(record, detail=False)
+    print("\n".join(lines), flush=True)
+    ended = [kind for kind in kinds if kind != "done" and kind not in LIVE]
+    if ended:
+        print(f"skyeval: error: {len(ended)} of {len(kinds)} runs did not finish (see above); the same command "
+              "resumes them", file=sys.stderr, flush=True)
+        return 2
+    return 0
 
 
 # ---- score -----------------------------------------------------------------------------------

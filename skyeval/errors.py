@@ -46,8 +46,8 @@ class RunFolderError(SkyevalError):
 
 
 class ClusterError(SkyevalError):
-    """A node or worker of the cluster was lost mid-run: what finished is saved, and
-    re-running the same command resumes the rest."""
+    """A cluster (Ray, SLURM) cannot be reached or refuses us, or it lost a node or worker
+    mid-run: what finished is saved, and re-running the same command resumes the rest."""
 
 
 class InfrastructureError(SkyevalError, RuntimeError):

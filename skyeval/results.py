@@ -137,7 +137,8 @@ class RunFolder:
             fh.seek(0)
             fh.truncate()
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}")
+            job = slurm_job()
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}" + (f", SLURM job {job}" if job else ""))
             fh.flush()
             yield
         finally:
@@ -361,6 +362,13 @@ def read_jsonl(path: Path, on_unreadable: Callable[[Path, int, str], None] | Non
                 yield record
             elif on_unreadable is not None:
                 on_unreadable(path, number, raw.decode("utf-8", "replace"))
+
+
+def slurm_job() -> str | None:
+    """This process's SLURM job id (`1234`, or `1234_5` for a task of an array), if any."""
+    if os.environ.get("SLURM_ARRAY_JOB_ID"):
+        return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ.get('SLURM_ARRAY_TASK_ID')}"
+    return os.environ.get("SLURM_JOB_ID")
 
 
 def read_json(path: Path) -> Any:

@@ -219,8 +219,9 @@ def test_console_one_line_per_failed_request_and_the_final_line_once(tmp_path, d
 
 def test_sweep_summary_names_the_swept_values_and_a_resume_says_what_it_sends(tmp_path, data_dir):
     proc = run_cli("evaluate", "+env=aime24", "env.limit=2", "-m", "sampling_params.temperature=0.0,0.6", cwd=tmp_path)
-    assert "sweep: 2 runs over sampling_params.temperature" in proc.stdout
-    assert "  sampling_params.temperature=0.6: aime24 accuracy 1.0000 | 2 samples" in proc.stdout
+    assert "sweep: 2 runs over sampling_params.temperature | record " in proc.stdout
+    assert "  sampling_params.temperature=0.6: complete: aime24 | 2 samples, 2 scored, 0 failed | accuracy 1.0000" \
+        in proc.stdout
     proc = run_cli("evaluate", "+env=aime24", "env.limit=3", "sampling_params.temperature=0.6", cwd=tmp_path)
     assert "resuming: 1 request to send (1 of 3 samples); the folder holds the rest" in proc.stderr
 
@@ -305,7 +306,7 @@ def test_a_stopped_sweep_removes_its_temporary_folders(tmp_path, data_dir, name)
     wait_for((tmp_path / "held").exists, "the first job is mid-way")
     made = sorted(p.name[:-8] for p in tmpdir.iterdir())  # mkdtemp: prefix + 8 characters
     err = stop(proc, signum, False, tmp_path)
-    assert made == ["skyeval_config_", "skyeval_sweep_"], err[-3000:]
+    assert made == ["skyeval_config_"], err[-3000:]  # the sweep's record is in the results folder
     assert proc.returncode == code, err[-3000:]
     assert err.splitlines()[-1] == f"{word}: finished samples are saved; re-run the same command to resume."
     assert "Traceback" not in err
@@ -314,7 +315,7 @@ def test_a_stopped_sweep_removes_its_temporary_folders(tmp_path, data_dir, name)
     assert load_summary(folder)["status"] == "interrupted" and len(read_jsonl(folder / "generations")) == 20
 
 
-def test_sigterm_while_waiting_for_submitit_jobs_removes_the_sweep_folder(tmp_path, data_dir):
+def test_sigterm_while_waiting_for_submitit_jobs_leaves_no_temporary_folder(tmp_path, data_dir):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     proc = start([sys.executable, "-m", "skyeval.cli", "evaluate", "-m", "+env=math500", "sampling_params.n=64",
@@ -323,7 +324,7 @@ def test_sigterm_while_waiting_for_submitit_jobs_removes_the_sweep_folder(tmp_pa
     wait_for(lambda: len(list((tmp_path / "out").glob(".submitit/*/*_log.out"))) == 2, "both jobs started")
     made = [p.name[:-8] for p in tmpdir.iterdir()]
     err = stop(proc, signal.SIGTERM, False, tmp_path, times=5)  # `kill PID`, impatiently: the submitting process
-    assert made == ["skyeval_sweep_"] and proc.returncode == 143, err[-3000:]
+    assert made == [] and proc.returncode == 143, err[-3000:]  # the sweep's record goes in the results folder
     assert err.splitlines()[-1] == "stopped (SIGTERM): finished samples are saved; re-run the same command to resume."
     assert "Traceback" not in err
     assert list(tmpdir.iterdir()) == []

@@ -253,10 +253,10 @@ def test_model_config_type_http_is_openai(tmp_path, data_dir):
 def test_sweep_over_benchmarks_prints_one_line_each(tmp_path, data_dir, cli_tmpdir):
     proc = run_cli("evaluate", "-m", "+env=aime24,amc23", "env.limit=2", cwd=tmp_path, env={"TMPDIR": str(cli_tmpdir)})
     header, *lines = proc.stdout.split("sweep: 2 runs", 1)[1].strip().splitlines()
-    assert header == "over env"
+    assert header.startswith("over env | record ")
     assert [line.split(":")[0].strip() for line in lines] == ["env=aime24", "env=amc23"]  # the swept value
     assert all("accuracy 1.0000" in line for line in lines)
-    assert not list(cli_tmpdir.glob("skyeval_sweep_*"))  # where the CLI records the sweep's folders: removed
+    assert not list(cli_tmpdir.iterdir())  # the sweep's record is in the results folder, not a temporary one
 
 
 def test_system_prompt_name_apart_from_literal_text(tmp_path, data_dir):

@@ -30,7 +30,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_holds_every_module_config_and_viewer_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval").rglob("*.py")}
+    modules = {str(p.relative_to(ROOT)) for package in ("skyeval", "hydra_plugins") for p in (ROOT / package).rglob("*.py")}
     configs = {"skyeval/" + str(p.relative_to(ROOT)) for p in (ROOT / "conf").rglob("*.yaml")}
     assets = {str(p.relative_to(ROOT)) for p in (ROOT / "skyeval" / "report" / "assets").rglob("*") if p.is_file()}
     assert {"skyeval/report/assets/katex/katex.min.js", "skyeval/report/assets/katex/LICENSE"} <= assets

@@ -21,7 +21,7 @@ GSM8K = ("evaluate", "+env=gsm8k", "model_config=reference")
 
 
 def folders(results: Path) -> list[Path]:
-    return sorted(p for p in results.iterdir() if p.is_dir())
+    return sorted(p for p in results.iterdir() if p.is_dir() and p.name != "sweeps")  # sweeps/: their records
 
 
 def test_a_sweep_over_seeds_gives_each_point_its_own_folder(tmp_path, data_dir):

@@ -84,6 +84,7 @@ def test_four_shards_merge_into_the_summary_of_the_unsharded_run(tmp_path, wrong
     for index in range(SHARDS):
         done = shard(split.parent, wrong_data, index)
         assert f"shard {index} of {SHARDS}" in done.stdout
+        assert "resuming" not in done.stderr  # the folder exists, but nothing of this shard was there
         assert (split / "summary.json").exists() == (index == SHARDS - 1)  # the last shard merges
 
     one, merged = summary(whole), summary(split)

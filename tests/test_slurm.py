@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -148,13 +150,15 @@ def test_a_killed_array_job_resumes_only_its_shard_and_merges_to_the_unsharded_r
     try:
         killed = kill_one_shard_mid_way(folder, launcher)
         wait_for_jobs(name)
+        # no accounting daemon here (no sacct): the launcher follows its jobs with squeue, sees
+        # the killed one end, and ends with the run's line and that shard's, exit 2
+        assert launcher.wait(timeout=900) == 2
     finally:
-        # With accounting (sacct) the launcher reports the killed job as failed and exits; the
-        # local cluster has none, so submitit cannot tell a killed job from a running one and
-        # waits: stop it, as a user would.
         if launcher.poll() is None:
             launcher.terminate()
             launcher.wait(timeout=60)
+    said = (tmp_path / "launcher.log").read_text()
+    assert f"shard {killed} of {SHARDS}: killed: its SLURM job ended" in said, said[-3000:]
     before = generated(folder, killed)
     assert states(folder)[killed]["status"] == "running"  # killed: it never wrote a finished state
     assert not (folder / "summary.json").exists()
@@ -185,3 +189,175 @@ def test_a_killed_array_job_resumes_only_its_shard_and_merges_to_the_unsharded_r
     assert {k: v for k, v in merged["counts"].items() if k != "resumed"} == \
         {k: v for k, v in whole["counts"].items() if k != "resumed"}
     assert merged["shards"]["count"] == SHARDS
+
+
+# ---- the documented path: submit, watch, stop, resume, merge (docs/scaling.md) ---------------
+DOCS = REPO / "docs" / "scaling.md"
+LIMIT = 40  # problems: 2 shards of about 20, against a server the test holds and releases
+HANG_S = 600  # bounds a wait for SLURM or a shard (seconds when quiet); never a speed check
+
+
+def documented(start: str) -> list[str]:
+    """The command of docs/scaling.md beginning with `start`, as argv (continuation lines joined)."""
+    for block in re.findall(r"^```bash\n(.*?)^```", DOCS.read_text(encoding="utf-8"), re.M | re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.strip().startswith(start):
+                return shlex.split(line.strip().split(" #")[0])
+    raise AssertionError(f"docs/scaling.md has no command starting with {start!r}")
+
+
+def as_run(argv: list[str], **values: str) -> list[str]:
+    """A documented command with its placeholders filled in, run by this interpreter."""
+    argv = [sys.executable if a == "python" else a for a in argv]
+    for name, value in values.items():
+        argv = [a.replace(name, value) for a in argv]
+    return argv
+
+
+def wait_until(what: str, done, bound: float = HANG_S) -> None:
+    deadline = time.monotonic() + bound
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not after {bound:.0f} s"
+        time.sleep(0.2)
+
+
+def live(jobs: list[str]) -> list[str]:
+    """The jobs SLURM lists as pending or running."""
+    from skyeval.run.slurm import job_states
+
+    return sorted(job for job, state in job_states(jobs).items() if state.live)
+
+
+def saved_prompts(folder: Path) -> set[str]:
+    return {json.dumps(r["prompt"]) for r in iter_records(folder, "generations")} if folder.exists() else set()
+
+
+def asked_after(server, since: int, prompts: set[str]) -> list[str]:
+    """Prompts of `prompts` the server was asked for after its `since`-th request."""
+    return [p for p in (json.dumps(e.get("messages")) for e in server.log[since:]) if p in prompts]
+
+
+def test_an_array_is_submitted_watched_stopped_resumed_and_merged_as_documented(tmp_path, partition):
+    """docs/scaling.md's commands on the local SLURM, against a loopback server the test can
+    hold: Ctrl-C on a waiting launcher cancels its jobs (SIGTERM reaches skyeval: both shards
+    saved `interrupted`); the same command with wait=false returns at once; `scancel` of one
+    shard leaves it `interrupted`; a resubmit while the other still runs is refused naming
+    its job; the resubmit after it asks for no answer already saved and ends with one line:
+    the merged accuracy and folder. `status` says each state on the way."""
+    from .backends.fault_server import FaultServer
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SKYHOME": str(tmp_path), "OPENAI_API_KEY": "EMPTY"}
+    submit = documented("python -m skyeval.cli evaluate -m +env=gsm8k model_config=openai")
+    assert "hydra.launcher.wait=false" in submit and "hydra/launcher=slurm" in submit
+    extra = [f"env.limit={LIMIT}", "scaling.concurrency=2", f"hydra.launcher.partition={partition}"]
+
+    def run(argv: list[str], **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S, **kw)
+
+    with FaultServer(latency=0.2) as server:
+        command = as_run(submit, MODEL="tiny", URL=server.url) + extra
+        waiting = [a for a in command if a != "hydra.launcher.wait=false"]
+
+        # 1. the waiting launcher, stopped by Ctrl-C once both shards have saved answers: it cancels its jobs
+        log = (tmp_path / "launcher.log").open("w")
+        launcher = subprocess.Popen(waiting, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        records = tmp_path / "outputs" / "sweeps"
+        wait_until("a sweep record", lambda: any(records.glob("*.jsonl")))
+        first = [json.loads(line) for line in next(records.glob("*.jsonl")).read_text().splitlines()]
+        folder, jobs = Path(first[0]["dir"]), [entry["job"] for entry in first]
+        wait_until("both shards saving", lambda: all(generated(folder, i) for i in (0, 1)))
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(timeout=HANG_S) == 130
+        said = (tmp_path / "launcher.log").read_text()
+        assert f"cancelled SLURM jobs {' '.join(sorted(jobs))}" in said, said[-3000:]
+        wait_until("the cancelled jobs gone", lambda: not live(jobs))
+        stopped = states(folder)
+        assert {stopped[i]["status"] for i in (0, 1)} == {"interrupted"}, stopped  # SIGTERM reached skyeval
+        assert all(stopped[i]["stopped_by"].startswith("SIGTERM") for i in (0, 1))
+        for job in jobs:  # a fresh shard says nothing of resuming
+            assert "resuming" not in Path(next(e["log"] for e in first if e["job"] == job)).read_text()
+        watch = as_run(documented("python -m skyeval.cli status run_dir="), RUN_DIR=str(folder))
+        shown = run(watch).stdout
+        assert shown.count(": cancelled by SIGTERM") == 2, shown
+
+        # 2. submitted without waiting: it returns at once; one shard is scancelled mid-way
+        saved, asked = saved_prompts(folder), len(server.log)
+        done = run(command)
+        assert done.returncode == 0 and "submitted 2 SLURM jobs" in done.stdout, done.stdout + done.stderr
+        second = [json.loads(line) for line in sorted(records.glob("*.jsonl"))[-1].read_text().splitlines()]
+        job0, job1 = second[0]["job"], second[1]["job"]
+        before = generated(folder, 0)
+        wait_until("shard 0 saving again", lambda: generated(folder, 0) > before)
+        server.configure(hold=True)  # both shards stall: shard 1 is still running when we resubmit
+        assert run(as_run(documented("scancel"), JOB=job0)).returncode == 0
+        wait_until("shard 0's job gone", lambda: not live([job0]))
+        assert states(folder)[0]["status"] == "interrupted"
+        assert "shard 0 of 2: cancelled by SIGTERM" in run(watch).stdout
+        assert "shard 1 of 2: running" in run(watch).stdout
+        refused = run(command)
+        assert refused.returncode == 2 and f"still written by SLURM job {job1} (running)" in refused.stderr, \
+            refused.stderr
+        assert not asked_after(server, asked, saved)  # nothing saved before was asked again
+
+        # 3. released, shard 1 ends; the same command, waiting, finishes shard 0 and merges
+        server.configure(hold=False)
+        wait_until("shard 1's job gone", lambda: not live([job1]))
+        saved, asked = saved_prompts(folder), len(server.log)
+        done = run(waiting)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not asked_after(server, asked, saved)
+    last = done.stdout.strip().splitlines()[-1]
+    assert re.match(rf"  complete: gsm8k \| {LIMIT} samples, {LIMIT} scored, 0 failed \| accuracy [0-9.]+ "
+                    rf"\(95% CI [0-9.]+-[0-9.]+, {LIMIT} problems x n=1\) \| {re.escape(str(folder))}$", last), last
+    keys = Counter((r["id"], r["sample_idx"]) for kind in ("scores", "failures") for r in iter_records(folder, kind))
+    assert len(keys) == LIMIT and set(keys.values()) == {1}
+    shown = run(watch).stdout.splitlines()
+    assert shown[1].startswith(f"complete: gsm8k | {LIMIT} samples") and shown[2].startswith("shard 0 of 2: done")
+    merged = run(as_run(documented("python -m skyeval.cli merge"), RUN_DIR=str(folder)))
+    assert merged.returncode == 0 and f"complete: gsm8k | {LIMIT} samples" in merged.stdout
+    sweep = run(as_run(documented("python -m skyeval.cli status sweep=")))  # the latest sweep in ./outputs
+    assert sweep.returncode == 0 and f"complete: gsm8k | {LIMIT} samples" in sweep.stdout, sweep.stdout + sweep.stderr
+
+
+def test_jobs_the_partition_can_never_run_are_refused_before_submitting(tmp_path, partition):
+    """The launcher's defaults (8 CPUs, 64 GB) on a smaller node, or one CPU more than the
+    largest node has: one line with what was asked and what the partition offers, exit 2,
+    nothing submitted."""
+    from skyeval.run.slurm import partition_offer
+
+    offer = partition_offer(partition)
+    asks = [] if offer.cpus < 8 else [f"hydra.launcher.cpus_per_task={offer.cpus + 1}"]
+    done = cli("evaluate", "-m", "+env=gsm8k", "hydra/launcher=slurm", f"hydra.launcher.partition={partition}",
+               f"logging.results_dir={tmp_path}", "shard.count=2", "shard.index=range(0,2)", *asks, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"SLURM partition {partition} can never run these jobs" in line
+    assert f"asks for {8 if not asks else offer.cpus + 1} CPUs" in line and f"offers {offer.cpus} CPUs" in line
+    assert f"hydra.launcher.cpus_per_task={offer.cpus}" in line
+    assert not (tmp_path / ".submitit").exists() and not (tmp_path / "sweeps").exists()
+
+
+def test_ctrl_c_on_a_waiting_launcher_names_the_jobs_it_leaves_running_or_cancels_them(tmp_path, partition, capsys):
+    """`hydra.launcher.cancel_on_interrupt=false`: Ctrl-C leaves the jobs running and names
+    them (exit 130); the default cancels them and says so. A real SLURM job stands in for
+    the launcher's (the documented test above stops a waiting launcher itself)."""
+    from skyeval.run.launcher import stop_jobs
+
+    submitted = subprocess.run(["sbatch", "--parsable", "-p", partition, "-c", "1", "--mem=100M", "-o", "/dev/null",
+                                "-J", f"skyeval-test-{os.getpid()}", "--wrap", "sleep 600"],
+                               capture_output=True, text=True, timeout=60, check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    record = tmp_path / "sweeps" / "record.jsonl"
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            stop_jobs([job], False, record)
+        said = capsys.readouterr().err
+        assert stopped.value.code == 130 and f"interrupted: SLURM jobs {job} still run" in said, said
+        assert f"status sweep={record}" in said and f"scancel {job}" in said
+        assert live([job]) == [job]
+        with pytest.raises(SystemExit):
+            stop_jobs([job], True, record)
+        assert f"interrupted: cancelled SLURM jobs {job} (scancel)" in capsys.readouterr().err
+        assert not live([job])
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)

@@ -34,6 +34,26 @@ def test_the_eta_comes_from_the_recent_rate():
     assert "| 0.25/s, ETA 3996s" in slow.line()  # a slow rate is shown as it is, not as 0/s
 
 
+def test_the_ticker_shows_progress_while_no_result_arrives(caplog):
+    """A cluster backend's results come a block at a time, after its replicas start: the
+    line comes every `every_s` seconds meanwhile (a hang bound of 600 s, never a speed check)."""
+    import threading
+    import time
+
+    progress = Progress("evaluate", total=10, every_s=0.05)
+    seen = threading.Event()
+    with caplog.at_level("INFO", logger="skyeval"):
+        progress.start_ticker()
+        deadline = time.monotonic() + 600
+        while sum("waiting for the first results" in r.getMessage() for r in caplog.records) < 2:
+            assert time.monotonic() < deadline, "no progress line while nothing arrived"
+            seen.wait(0.05)
+        progress.update(scored=1)
+        progress.close()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress: ")]
+    assert lines[0].startswith("progress: generated 0, scored 0, failed 0 | 0/s | waiting for the first results (")
+
+
 def test_serve_reward_on_a_busy_port_is_one_line_before_any_banner():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -15,7 +15,7 @@ import pytest
 
 from skyeval.backends.base import GenerationRequest, GenerationResult, SamplingParams
 from skyeval.errors import ClusterError, RunFolderError
-from skyeval.results import RunFolder, key_of
+from skyeval.results import RunFolder, Shard, key_of
 from skyeval.run import pipeline
 from skyeval.run.records import WorkerSink
 
@@ -98,6 +98,19 @@ def test_a_writer_lost_mid_block_stops_the_run_and_the_same_command_resumes_it(t
     ended = Counter(key_of(r) for kind in ("scores", "failures") for r in folder.records(kind))
     assert len(ended) == 40 and set(ended.values()) == {1}
     assert set(Counter(key_of(r) for r in folder.records("generations")).values()) == {1}
+
+
+def test_a_run_stopped_on_the_workers_counts_its_whole_selection(tmp_path):
+    """A cluster backend reads a segment ahead, so when it stops (a lost writer, Ctrl-C) the
+    driver has not read every problem: the summary still counts the whole selection, the
+    samples never reached as missing. A shard counts its own problems."""
+    for shard in (Shard(), Shard(1, 3)):
+        folder = _claimed(tmp_path / f"run-{shard.index}")
+        env = make_env(30, 2, RecordingBackend(lose_after=5))
+        selected = sum(shard.owns(str(p["id"])) for p in env.iter_problems())
+        counts = pipeline.run(env, folder, "evaluate", shard=shard).summary("evaluate")["counts"]
+        assert counts["problems"] == selected and counts["samples"] == 2 * selected
+        assert counts["scored"] == 5 and counts["missing"] == 2 * selected - 5
 
 
 def test_a_folder_the_worker_cannot_see_is_one_clear_error(tmp_path):

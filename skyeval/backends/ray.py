@@ -82,7 +82,12 @@ class RayConfig(EngineConfig):
             raise ConfigError(f"model_config.segment_samples must be null or an integer >= 1, got {self.segment_samples!r}")
 
     def build(self, scaling: ScalingConfig | None = None) -> "RayBackend":
+        """The backend, attached to its Ray (joined now: a cluster that refuses us or does not
+        answer fails here, before any run folder is claimed)."""
+        from skyeval.backends.ray_session import ensure_ray
+
         require("vllm", VLLM_INSTALL)
+        ensure_ray(self.ray_address)
         return RayBackend(self, scaling)
 
 

@@ -9,20 +9,28 @@ Joining passes no local-only arguments (`num_cpus`...: Ray refuses them when att
 The log says which Ray is used (Ray's own lines go where `skyeval.backends.ray_logs` sends
 them). Once attached, asking for another cluster is a `ConfigError` (one process can be
 attached to one Ray cluster).
+
+Token authentication (Ray 2.52+; on by default for clusters started where a token exists
+since 2.59): a cluster started with `RAY_AUTH_MODE=token` accepts only drivers holding its
+token. Ray looks for it in `RAY_AUTH_TOKEN`, then the file `RAY_AUTH_TOKEN_PATH`, then
+`~/.ray/auth_token`; skyeval joins with it whenever one is there and `RAY_AUTH_MODE` is not
+set (Ray itself does so only for `auto`). A cluster that refuses us, or that does not answer,
+is a `ClusterError` naming the fix, raised before any run folder is claimed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from skyeval.backends.ray_logs import catch_native_lines, route_ray_logs
-from skyeval.errors import ConfigError
+from skyeval.errors import ClusterError, ConfigError
 
 if TYPE_CHECKING:
     import ray.data
@@ -55,6 +63,7 @@ def ensure_ray(address: str | None = None) -> None:
     else:
         if _is_loopback(target):  # a cluster on 127.0.0.1 (tests): reach it there, not at the network address
             _on_loopback()
+        _check_answers(target, _use_cluster_token())
         ray.init(address=target, **kwargs)
     if callable(kept) and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, kept)  # ray.init replaced it with sys.exit; Ray's atexit cleanup still runs
@@ -82,6 +91,78 @@ def _on_loopback() -> None:
 
     os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _use_cluster_token() -> bool:
+    """Turn token authentication on for this driver when a token is there (`RAY_AUTH_TOKEN`,
+    `RAY_AUTH_TOKEN_PATH`, `~/.ray/auth_token`) and `RAY_AUTH_MODE` is not set; a cluster
+    without authentication ignores it. Returns whether this driver sends a token."""
+    from ray._private.authentication.authentication_token_setup import AUTH_MODE_ENV_VAR, _enable_token_auth
+    from ray._raylet import AuthenticationTokenLoader
+
+    mode = os.environ.get(AUTH_MODE_ENV_VAR)
+    if mode is not None:
+        return mode.lower() == "token"
+    if not AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        return False
+    _enable_token_auth()
+    log.info("ray: joining with the token of %s", _token_source())
+    return True
+
+
+def _token_source() -> str:
+    for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        if os.environ.get(var):
+            return var
+    return "~/.ray/auth_token"
+
+
+TOKEN_FIX = ("the cluster's token: `ray get-auth-token` on its head prints it; export it as RAY_AUTH_TOKEN, or copy "
+             "the head's ~/.ray/auth_token to this machine (docs/scaling.md, \"A Ray cluster\")")
+
+
+def _check_answers(target: str, with_token: bool) -> None:
+    """Ask the cluster's GCS once, before `ray.init` (which retries for 20 s, printing a line
+    each time): a ClusterError naming the fix when it refuses this driver or does not answer."""
+    from ray._private.services import canonicalize_bootstrap_address
+    from ray._raylet import GcsClient
+    from ray.exceptions import AuthenticationError, RpcError
+
+    if "://" in target:  # Ray Client: ray.init reports its own errors
+        return
+    try:
+        address = canonicalize_bootstrap_address(target)
+    except (ConnectionError, ValueError) as err:
+        raise ClusterError(f"ray_address={target}: {str(err).splitlines()[0]}") from None
+    if address is None:
+        return
+    try:
+        with _stderr_silenced():  # Ray's own line about the failure: ours says it once, with the fix
+            GcsClient(address=address)
+    except AuthenticationError:
+        if with_token:
+            raise ClusterError(f"the Ray cluster at {address} refused this driver's token ({_token_source()}): use "
+                               f"{TOKEN_FIX}") from None
+        raise ClusterError(f"the Ray cluster at {address} requires token authentication and this driver has no "
+                           f"token{' (RAY_AUTH_MODE=disabled here)' if os.environ.get('RAY_AUTH_MODE') else ''}: use "
+                           f"{TOKEN_FIX}") from None
+    except RpcError as err:
+        raise ClusterError(f"no Ray cluster answers at {address} ({str(err).splitlines()[0]}): start it "
+                           "(`ray start --head`, docs/scaling.md) or fix model_config.ray_address / RAY_ADDRESS") from None
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 to /dev/null for the block (Ray's C++ core writes there)."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _is_loopback(address: str) -> bool:

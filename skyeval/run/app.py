@@ -21,12 +21,13 @@ from skyeval.config.secrets import redact
 from skyeval.envs.base import Env
 from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
-from skyeval.results import RunFolder, Shard, content_hash, read_json, write_json
+from skyeval.results import KINDS, RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
 from skyeval.run.cost import estimate, run_cost
 from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
+from skyeval.run.signals import deferred, received
 
 log = logging.getLogger("skyeval")
 
@@ -34,15 +35,16 @@ register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> str | None:
     from hydra.core.hydra_config import HydraConfig
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         with clear_errors():
-            execute(RunConfig.of(cfg), run_dir)
+            summary = execute(RunConfig.of(cfg), run_dir)
     finally:
         _remove_if_unused(run_dir)
+    return summary.get("run_dir")  # the job's return value in a sweep (skyeval.run.sweeps)
 
 
 def _remove_if_unused(run_dir: Path) -> None:
@@ -88,8 +90,6 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
     """Run `config.stage` into `run_dir` (default: `logging.results_dir/experiment_name`, or
     the earlier folder of the same config an older skyeval named differently) and return
     the summary written there."""
-    run_dir = Path(run_dir if run_dir is not None else Path(config.logging.results_dir) / config.logging.experiment_name)
-    run_dir = run_dir.expanduser().absolute()
     import_modules(config.imports)
     env = build_env(config)  # an unknown env or knob fails here, before anything is written
     env.check_window()  # a date window that holds no problem
@@ -97,7 +97,7 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
         check_problems(env)
         env.check_data()
     if config.dry_run and config.stage != "score":
-        return dry_run(config, env, resume.run_folder(config, run_dir))
+        return dry_run(config, env, run_folder(config, run_dir))
     if config.grading.active and config.stage != "generate" and not _judgeable(env):
         raise ConfigError(f"grading.mode={config.grading.mode}: a judge grades math answers, and env {env.name} "
                           "is not a math env (grading.mode=off)")
@@ -109,11 +109,19 @@ def execute(config: RunConfig, run_dir: str | Path | None = None) -> dict[str, A
                           "once every shard has finished")
     try:  # every setting is checked before the folder is claimed: a bad one leaves nothing on disk
         _prepare(config, env)
-        folder = resume.run_folder(config, run_dir)
+        folder = run_folder(config, run_dir)
         with folder.lock(f"shard-{config.shard.index}" if config.shard.active else "run"):
             return _execute(config, env, folder)
     finally:
         env.close()
+
+
+def run_folder(config: RunConfig, run_dir: str | Path | None = None) -> RunFolder:
+    """The folder `execute` runs `config` in: `run_dir` (default `logging.results_dir/
+    experiment_name`), or the earlier folder of the same config an older skyeval named
+    differently. The SLURM launcher asks it before submitting."""
+    run_dir = Path(run_dir if run_dir is not None else Path(config.logging.results_dir) / config.logging.experiment_name)
+    return resume.run_folder(config, run_dir.expanduser().absolute())
 
 
 def _prepare(config: RunConfig, env: Env) -> None:
@@ -161,34 +169,37 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder) -> dict[str, Any]:
         if shard.active:
             merge.mark_failed(folder, shard, err)
         raise
-    summary = {
-        "env": env.name,
-        "model": env.model_source,
-        "stage": stage,
-        **outcome.summary(stage),
-        "run_dir": str(folder.path),
-        "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
-        "scoring": {**scoring, **metrics.grading_summary()},
-        **({"grading": outcome.grading} if outcome.grading is not None else {}),
-        "template": template,
-        **tools_summary(config, env.backend, metrics),
-        **env.describe_window(),
-        "duration_s": round(time.monotonic() - start, 2),
-        **redact(describe_run()),
-        "config": redact(config.to_dict()),
-    }
-    if stage != "generate":
-        summary["cost"] = run_cost(summary, config.model_config.billed_price)
-    if shard.active:
-        summary = _finish_shard(folder, shard, summary, outcome, config, started_at)
-    else:
-        write_json(folder.summary, summary)
-        merge.forget_shards(folder)
-        trackers.log_run(summary, folder.path, config)
-        announce(summary, folder)
+    with deferred():  # summary.json or the shard's state is written whatever signal comes meanwhile
+        summary = {
+            "env": env.name,
+            "model": env.model_source,
+            "stage": stage,
+            **outcome.summary(stage),
+            "run_dir": str(folder.path),
+            "backend": redact(env.backend.describe()) if env.backend is not None else {"backend": None},
+            "scoring": {**scoring, **metrics.grading_summary()},
+            **({"grading": outcome.grading} if outcome.grading is not None else {}),
+            "template": template,
+            **tools_summary(config, env.backend, metrics),
+            **env.describe_window(),
+            "duration_s": round(time.monotonic() - start, 2),
+            **redact(describe_run()),
+            "config": redact(config.to_dict()),
+        }
+        if stage != "generate":
+            summary["cost"] = run_cost(summary, config.model_config.billed_price)
+        if outcome.interrupted and outcome.lost is None and received() is not None:
+            summary["stopped_by"] = f"{received().name} (kill, timeout or SLURM's scancel)"
+        if shard.active:
+            summary = _finish_shard(folder, shard, summary, outcome, config, started_at)
+        else:
+            write_json(folder.summary, summary)
+            merge.forget_shards(folder)
+            trackers.log_run(summary, folder.path, config)
+            announce(summary, folder)
     if outcome.lost is not None:
         raise outcome.lost
-    if outcome.interrupted:
+    if outcome.interrupted or received() is not None:
         raise KeyboardInterrupt
     return summary
 
@@ -237,6 +248,9 @@ def _claim(folder: RunFolder, config: RunConfig) -> tuple[bool, str | None]:
     with folder.waiting_lock("claim"):
         resumed = folder.claim(fingerprint(config), overwrite=config.overwrite, same=same)
         folder.config.write_text(text, encoding="utf-8")
+        # the folder exists as soon as any shard started: this shard resumes only work of its own
+        resumed = resumed and any(next(folder.dir(kind).glob(f"{config.shard.prefix}*part-*.jsonl"), None)
+                                  for kind in KINDS)
         return resumed, merge.mark_running(folder, config.shard, fingerprint(config))
 
 

@@ -52,8 +52,18 @@ def plural(count: int, noun: str) -> str:
 
 
 def announce(summary: dict[str, Any], folder: RunFolder) -> None:
-    """One console line: counts, then the headline accuracy with its interval, saying when
-    failed samples are counted as wrong and naming the truncated rate when there is one."""
+    """Print the run's `headline` and its folder (and log them)."""
+    line = headline(summary)
+    to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
+    if summary["counts"]["failed"]:
+        log.warning("%s failed: see %s (retry them with retry_failures=true)", plural(summary["counts"]["failed"], "sample"),
+                    folder.dir("failures"))
+    print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """One line: counts, then the headline accuracy with its interval, saying when failed
+    samples are counted as wrong and naming the truncated rate when there is one."""
     counts, metrics = summary["counts"], summary["metrics"]
     window = summary.get("date_window")
     env = summary["env"] + (f" (dates {window['shown']})" if window else "")
@@ -68,11 +78,7 @@ def announce(summary: dict[str, Any], folder: RunFolder) -> None:
             line += f"; failed samples count as wrong (scored only: {metrics['accuracy_scored_only']:.4f})"
     if metrics.get("truncated_rate"):
         line += f" | truncated {metrics['truncated_rate']:.1%}"
-    to_files(log.makeRecord(log.name, logging.INFO, __file__, 0, "%s | run folder %s", (line, folder.path), None))
-    if counts["failed"]:
-        log.warning("%s failed: see %s (retry them with retry_failures=true)", plural(counts["failed"], "sample"),
-                    folder.dir("failures"))
-    print(line + f"\nrun folder: {folder.path}", file=sys.stdout, flush=True)
+    return line
 
 
 def to_files(record: logging.LogRecord) -> None:

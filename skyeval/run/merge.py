@@ -26,7 +26,7 @@ from typing import Any
 from skyeval.errors import ConfigError, RunFolderError
 from skyeval.metrics import MetricsAccumulator, turns
 from skyeval.metrics.accumulator import MetricsStateError
-from skyeval.results import RunFolder, Shard, read_json, write_json
+from skyeval.results import RunFolder, Shard, read_json, slurm_job, write_json
 from skyeval.run import trackers
 from skyeval.run.cost import run_cost
 from skyeval.run.judging import merged_grading
@@ -105,10 +105,7 @@ def write_state(folder: RunFolder, shard: Shard, summary: dict[str, Any], metric
 
 def _where() -> dict[str, Any]:
     """Host, pid and, under SLURM, the job id (`scancel` it, find its log)."""
-    job = os.environ.get("SLURM_JOB_ID")
-    if os.environ.get("SLURM_ARRAY_JOB_ID"):
-        job = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ.get('SLURM_ARRAY_TASK_ID')}"
-    return {"host": socket.gethostname(), "pid": os.getpid(), "slurm_job": job}
+    return {"host": socket.gethostname(), "pid": os.getpid(), "slurm_job": slurm_job()}
 
 
 def forget_shards(folder: RunFolder) -> None:
@@ -140,7 +137,7 @@ def merge_run(folder: RunFolder) -> dict[str, Any]:
         raise ConfigError(f"{folder.path} has no {SHARDS_DIR}/ folder: it is not the run folder of a sharded run "
                           "(shard.count > 1)")
     with folder.waiting_lock("merge"):
-        states = _read_states(directory)
+        states = shard_states(folder)
         fingerprint = read_json(folder.run_file)
         count = _shard_count(folder, states)
         problems = []
@@ -222,9 +219,10 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def _read_states(directory: Path) -> dict[tuple[int, int], dict[str, Any]]:
+def shard_states(folder: RunFolder) -> dict[tuple[int, int], dict[str, Any]]:
+    """The shard states in the folder, by (index, count)."""
     states = {}
-    for path in directory.glob("shard-*-of-*.json"):
+    for path in (folder.path / SHARDS_DIR).glob("shard-*-of-*.json"):
         match = _STATE_FILE.match(path.name)
         if match:
             states[(int(match[1]), int(match[2]))] = read_json(path)

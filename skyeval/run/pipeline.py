@@ -35,6 +35,7 @@ from skyeval.run.logs import plural
 from skyeval.run.recorder import Progress, Recorder
 from skyeval.run.records import WorkerSink, failure, generated, scored
 from skyeval.run.resume import EarlierRecords, account, replace_scores
+from skyeval.run.signals import deferred
 from skyeval.scorers.pool import ItemFailure, ScorerPool
 
 log = logging.getLogger("skyeval")
@@ -162,7 +163,8 @@ class _Pipeline:
             if self.judging is not None:
                 self.judging.close(cancel=self.outcome.interrupted)
             self.progress.close()
-        return self.finish()
+        with deferred():  # a SIGTERM from here on waits until the run is saved (skyeval.run.signals)
+            return self.finish()
 
     # ---- read and template ------------------------------------------------------------------
     def requests(self) -> Iterator[GenerationRequest]:
@@ -217,6 +219,8 @@ class _Pipeline:
             todo = sum(not self.earlier.done((pid, i), self.stage, self.retry_failures, made)
                        and not self._reusable((pid, i), made) for i in range(self.n))
             problems, samples, requests = problems + 1, samples + todo, requests + bool(todo)
+        if samples == problems * self.n:  # the folder holds none of this run's work (another shard's only)
+            return
         log.info("resuming: %s to send (%d of %s); the folder holds the rest", plural(requests, "request"), samples,
                  plural(problems * self.n, "sample"))
 
@@ -313,6 +317,7 @@ class _Pipeline:
     def generate_on_workers(self) -> None:
         """The cluster's workers generate, write and score; the driver counts their notes."""
         sink = WorkerSink(str(self.folder.path), self.shard.prefix, self.env if self.stage == "evaluate" else None)
+        self.progress.start_ticker()  # results come a block at a time: a line every few seconds meanwhile
         try:
             for note in self.env.backend.generate_recorded(self.requests(), self.env.sampling, sink):
                 kind = note.pop("kind")
@@ -378,6 +383,8 @@ class _Pipeline:
         outcome.failures_by_stage = self.recorder.failures_by_stage
         outcome.failed = sum(self.recorder.failures_by_stage.values())
         outcome.scored = self.progress.counts["scored"]
+        if outcome.interrupted:  # the problems not reached count too: their samples are missing
+            outcome.problems = max(outcome.problems, self.selection_size())
         outcome.samples = outcome.problems * self.n
         outcome.metrics_summary = outcome.metrics.summary() if self.stage != "generate" else {}
         if self.judging is not None:
@@ -400,6 +407,19 @@ class _Pipeline:
             log.warning("env %s has no problems%s: nothing to do", self.env.name,
                         f" (env.limit={self.env.limit})" if self.env.limit is not None else "")
         return outcome
+
+    def selection_size(self) -> int:
+        """The problems this run selects (this shard's, malformed rows included), read again
+        from the data without templating: an interrupted run stopped reading before the end
+        (a cluster backend reads a segment ahead). A second Ctrl-C keeps what was counted."""
+        bad: list[int] = []
+        count = 0
+        try:
+            for problem in self.env.iter_problems(on_error=lambda index, err: bad.append(index)):
+                count += self.shard.owns(str(problem["id"]))
+        except KeyboardInterrupt:
+            log.warning("counting the selection was interrupted: summary.json counts %d problems", count)
+        return count + sum(self.shard.owns(f"row-{index}") for index in bad)
 
     def _say_changed(self) -> None:
         """One console line per kind of change since the earlier run: its samples were not reused."""

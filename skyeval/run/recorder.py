@@ -22,7 +22,9 @@ log = logging.getLogger("skyeval")
 class Progress:
     """Generated / scored / failed with rate and ETA: a live bar on a TTY, else a log line
     every `every_s` seconds. The rate is the recent one (the last `window_s` seconds), so
-    the ETA follows a run that speeds up or slows down; `clock` is the time source."""
+    the ETA follows a run that speeds up or slows down; `clock` is the time source.
+    `start_ticker()` shows it every `every_s` seconds even while no result arrives (a
+    cluster backend's results come a block at a time, after its replicas start)."""
 
     def __init__(self, stage: str, total: int | None = None, every_s: float = 10.0, window_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -31,21 +33,43 @@ class Progress:
         self.start = self._last = clock()
         self._recent: deque[tuple[float, int]] = deque([(self.start, 0)])  # (time, done), about once a second
         self.bar = None
+        self._lock = threading.RLock()  # updates and the ticker
+        self._stop: threading.Event | None = None
         if sys.stderr.isatty():
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=stage, unit="sample", dynamic_ncols=True)
 
     def update(self, **delta: int) -> None:
-        self.counts.update(delta)
-        done_key = "generated" if self.stage == "generate" else "scored"
-        finished = delta.get(done_key, 0) + delta.get("failed", 0)
-        if self.bar is not None:
-            self.bar.update(finished)
-            self.bar.set_postfix_str(self.line(), refresh=False)
-        elif self.clock() - self._last >= self.every_s:
+        with self._lock:
+            self.counts.update(delta)
+            done_key = "generated" if self.stage == "generate" else "scored"
+            finished = delta.get(done_key, 0) + delta.get("failed", 0)
+            if self.bar is not None:
+                self.bar.update(finished)
+                self.bar.set_postfix_str(self.line(), refresh=False)
+            elif self.clock() - self._last >= self.every_s:
+                self.show()
+
+    def show(self) -> None:
+        """The line now (the bar refreshed, on a TTY)."""
+        with self._lock:
             self._last = self.clock()
-            log.info("progress: %s", self.line())
+            if self.bar is not None:
+                self.bar.set_postfix_str(self.line(), refresh=True)
+            else:
+                log.info("progress: %s", self.line())
+
+    def start_ticker(self) -> None:
+        """Show the line every `every_s` seconds from a thread of its own, until `close`."""
+        self._stop = stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(self.every_s / 4):
+                if self.clock() - self._last >= self.every_s:
+                    self.show()
+
+        threading.Thread(target=tick, name="skyeval-progress", daemon=True).start()
 
     @property
     def done(self) -> int:
@@ -67,9 +91,13 @@ class Progress:
         text = f"generated {c['generated']}, scored {c['scored']}, failed {c['failed']} | {shown}/s"
         if self.total and done and rate > 0:
             text += f", ETA {max(self.total - done, 0) / rate:.0f}s"
+        if not c["generated"] and not done:
+            text += f" | waiting for the first results ({self.clock() - self.start:.0f}s)"
         return text
 
     def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
         if self.bar is not None:
             self.bar.close()
 

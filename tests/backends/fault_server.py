@@ -28,6 +28,8 @@ Faults (``Settings``):
 - ``fail_fraction``: a deterministic fraction of prompts (by prompt hash) always get
   ``fail_status``, until healed.
 - ``ignore_n``: answer with one choice whatever ``n`` asks.
+- ``hold``: while true, answers wait (after ``latency``): a test stalls the requests in
+  flight, then releases them with ``configure(hold=False)``.
 - ``reject_params``: a 400 "Unsupported parameter" (OpenAI's format) for any request
   that sends one of these body fields.
 
@@ -107,6 +109,7 @@ class Settings:
     reasoning_template: str | None = None
     hidden_reasoning_tokens: int = 0
     finish_reason: str = "stop"
+    hold: bool = False
     responder: Any = None  # body -> answer text (a Python function: in-process servers only)
 
 
@@ -233,6 +236,8 @@ class FaultServer:
             handler.close_connection = True
             return
         self._stop.wait(self.settings.latency)
+        while self.settings.hold and not self._stop.wait(0.05):
+            pass
         if fault == "permanent":
             handler.send_json(self.settings.fail_status, _error("permanent failure (injected)"))
         elif fault and fault.startswith("reject:"):
