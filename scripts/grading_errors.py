@@ -17,10 +17,16 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parents[1] / "tests" / "scorers" / "data" / "math_dev.jsonl"
 
 
+ENVS = {"minervamath": "minervamath", "math500": "math500", "olympiadbench": "olympiadbench_math_en"}
+
+
 def skyeval_grade(row: dict) -> tuple[int, str | None]:
+    from skyeval import SkyEnvBuilder
     from skyeval.scorers.math import score_math
 
-    result = score_math(row["generation"], row["gold"], question=row.get("question"), timeout_s=60)  # rules, not speed
+    rule = SkyEnvBuilder.build(ENVS[row["benchmark"]]).numeric_rule  # the benchmark's own numeric rule
+    result = score_math(row["generation"], row["gold"], question=row.get("question"), timeout_s=60,  # rules, not speed
+                        numeric_rule=rule)
     return int(result["score"] == 1.0), result["extracted"]
 
 

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from skyeval.envs.base import Env, check_positive
 from skyeval.envs.data import resolve_data_dir
 from skyeval.envs.dates import problem_date
+from skyeval.errors import ConfigError
 from skyeval.metrics import AnswerVote
 from skyeval.scorers.math import last_boxed, require_math_verify
 from skyeval.templates import BOXED_INSTRUCTION, Template
@@ -24,7 +25,12 @@ class MathEnv(Env):
     The `*_field` knobs name the columns; `expected` is the answer as a string (or a list
     of acceptable answers); `meta_fields` are copied into the problem as they are.
     `grade_truncated`: grade a sample cut off by the token limit (`finish_reason: length`)
-    without a closed thought; by default it is a parse failure (docs/grading.md)."""
+    without a closed thought; by default it is a parse failure (docs/grading.md).
+    `numeric_rule`: `exact` (numbers compare by value: competition maths, word problems) or
+    `approximate` (at the stated precisions: rounded physical quantities, e.g. Minerva);
+    unset, the class's `default_numeric_rule`. docs/grading.md lists each benchmark's rule."""
+
+    default_numeric_rule = "exact"
 
     default_template = Template(messages=[{"role": "user", "content": "{question}\n" + BOXED_INSTRUCTION}])
 
@@ -37,10 +43,18 @@ class MathEnv(Env):
         meta_fields: list[str] | None = None,
         timeout_s: float = 5.0,
         grade_truncated: bool = False,
+        numeric_rule: str | None = None,
         **kwargs: Any,
     ) -> None:
+        from skyeval.scorers.math.numbers import NUMERIC_RULES
+
         require_math_verify()  # a missing grader dependency fails at build, not as score 0
         super().__init__(**kwargs)
+        self.numeric_rule = numeric_rule or self.default_numeric_rule
+        try:
+            check_knob("env.numeric_rule", self.numeric_rule, NUMERIC_RULES)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         self.question_field, self.answer_field = question_field, answer_field
         self.solution_field, self.id_field = solution_field, id_field
         self.meta_fields = list(meta_fields or [])
@@ -70,10 +84,17 @@ class MathEnv(Env):
 
     @property
     def vote(self) -> AnswerVote:
-        """Majority vote over the grader's equivalence classes (docs/metrics.md)."""
+        """Majority vote over the grader's equivalence classes, under the env's numeric rule
+        (docs/metrics.md)."""
+        from functools import partial
+
         from skyeval.scorers.math import answer_key, equivalent
 
-        return AnswerVote(key=answer_key, equivalent=equivalent)
+        return AnswerVote(key=answer_key, equivalent=partial(equivalent, numeric_rule=self.numeric_rule))
+
+    def describe_scoring(self) -> dict[str, Any]:
+        """summary.json `scoring.numeric_rule` (with `scoring.passed_by_tolerance` counted per sample)."""
+        return {"numeric_rule": self.numeric_rule}
 
     scorer_name = "math"
     hash_answer = False  # whether `#### x` states the answer (GSM8K's format)
@@ -91,6 +112,7 @@ class MathScorer:
         self.timeout_s = getattr(env, "timeout_s", 5.0)
         self.grade_truncated = getattr(env, "grade_truncated", False)
         self.hash_answer = getattr(env, "hash_answer", False)
+        self.numeric_rule = getattr(env, "numeric_rule", "exact")
 
     def __call__(self, item: dict[str, Any]) -> dict[str, Any]:
         from skyeval.scorers.math import score_math
@@ -99,6 +121,7 @@ class MathScorer:
             item.get("generation") or "", item["expected"], timeout_s=self.timeout_s,
             reasoning=item.get("reasoning"), finish_reason=item.get("finish_reason"),
             grade_truncated=self.grade_truncated, hash_answer=self.hash_answer, question=item.get("question"),
+            numeric_rule=self.numeric_rule,
         )
 
 
@@ -194,6 +217,8 @@ class OlympiadBenchEnv(MathEnv):
         hub_name = OLYMPIADBENCH_SUBSETS.get(subset, subset)
         kwargs["hf_subset"] = hub_name
         kwargs["local_files"] = _OLYMPIADBENCH_LOCAL.get(hub_name, f"olympiadbench/{hub_name}.jsonl")
+        if kwargs.get("numeric_rule") is None and "physics" in hub_name:
+            kwargs["numeric_rule"] = "approximate"  # physics subsets grade rounded quantities
         super().__init__(id_field=id_field, hf_id=hf_id, split=split, **kwargs)
         self.subset, self.score_format = subset, bool(score_format)
 

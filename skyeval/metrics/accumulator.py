@@ -171,7 +171,8 @@ class MetricsAccumulator:
         self.extra_total: dict[str, Exact] = {name: 0 for name in self.extra_scores}
         self.extra_samples: dict[str, int] = {name: 0 for name in self.extra_scores}
         self.grading: Counter = Counter()  # code scorers' `grading` (isolated | in_process) per sample
-        self.passed_by_tolerance = 0  # code samples that passed only by the float tolerance
+        self.passed_by_tolerance = 0  # samples that passed only by a tolerance (code: floats; math: approximate rule)
+        self.tolerance_known = 0  # samples whose scorer says whether a tolerance passed them
         self.graded_by: Counter = Counter()  # `graded_by` (rules | judge) per sample, when a grading mode is on
         self.turns: Counter = Counter()  # samples of a turn loop (tools, budget forcing): `skyeval.metrics.turns`
         # dated benchmarks: each problem's date (`note_date`) until it is folded, then its
@@ -216,6 +217,7 @@ class MetricsAccumulator:
         if record.get("grading") is not None:
             self.grading[str(record["grading"])] += 1
         self.passed_by_tolerance += bool(record.get("passed_by_tolerance"))
+        self.tolerance_known += "passed_by_tolerance" in record
         if record.get("graded_by") is not None:
             self.graded_by[str(record["graded_by"])] += 1
         self.turns.update(turns.counts(record))
@@ -356,6 +358,7 @@ class MetricsAccumulator:
         self.reasoning.counts.update(other.reasoning.counts)
         self.grading.update(other.grading)
         self.passed_by_tolerance += other.passed_by_tolerance
+        self.tolerance_known += other.tolerance_known
         self.graded_by.update(other.graded_by)
         self.turns.update(other.turns)
         for mine, theirs in ((self.budget_score, other.budget_score), (self.budget_finished, other.budget_finished),
@@ -392,6 +395,7 @@ class MetricsAccumulator:
             "rows": self._rows,
             "grading": dict(self.grading),
             "passed_by_tolerance": self.passed_by_tolerance,
+            "tolerance_known": self.tolerance_known,
             "graded_by": dict(self.graded_by),
             "turns": dict(self.turns),
             "by_month": {month: m.to_state() for month, m in sorted(self.by_month.items())},
@@ -422,6 +426,7 @@ class MetricsAccumulator:
         acc._rows = list(state["rows"])
         acc.grading = Counter(state.get("grading") or {})
         acc.passed_by_tolerance = state.get("passed_by_tolerance", 0)
+        acc.tolerance_known = state.get("tolerance_known", 0)
         acc.graded_by = Counter(state.get("graded_by") or {})
         acc.turns = Counter(state.get("turns") or {})
         acc.by_month = {month: Moments.from_state(m) for month, m in (state.get("by_month") or {}).items()}
@@ -434,12 +439,15 @@ class MetricsAccumulator:
     def grading_summary(self) -> dict[str, Any]:
         """summary.json `scoring.grading`: the share of scored samples graded each way
         (code envs: `isolated` or `in_process`, docs/sandbox.md), and `scoring.passed_by_tolerance`:
-        how many passed only by the float tolerance; {} when no sample says how it was graded."""
+        how many passed only by a tolerance (code: the float rule; math: the approximate numeric
+        rule or a precision the question states); {} when no sample says either."""
         total = sum(self.grading.values())
-        if not total:
-            return {}
-        return {"grading": {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total},
-                "passed_by_tolerance": self.passed_by_tolerance}
+        summary: dict[str, Any] = {}
+        if total:
+            summary["grading"] = {**{k: v / total for k, v in sorted(self.grading.items())}, "samples": total}
+        if total or self.tolerance_known:
+            summary["passed_by_tolerance"] = self.passed_by_tolerance
+        return summary
 
     def tools_summary(self) -> dict[str, Any]:
         """summary.json `tools` counts over the scored samples (`skyeval.metrics.turns`)."""

@@ -40,7 +40,7 @@ def test_500_is_not_5():
 def test_empty_prediction_does_not_match_empty_reference():
     assert score_math("", "") == {
         "score": 0.0, "extracted": None, "parse_failed": True, "parse_error": "no answer found", "timed_out": False,
-        "reasoning_state": "none", "verdict": "undecided", "answer_source": None,
+        "reasoning_state": "none", "verdict": "undecided", "answer_source": None, "passed_by_tolerance": False,
     }
     assert _scored(r"\boxed{}", "") == 0.0
     assert _scored(r"\boxed{3}", "") == 0.0
@@ -90,7 +90,7 @@ def test_pathological_input_times_out_in_main_thread():
     assert time.monotonic() - start < HANG_S  # cut off, not hung: result["timed_out"] below is the check
     assert result == {
         "score": 0.0, "extracted": "9^{9^{9^{9}}}", "parse_failed": False, "parse_error": None, "timed_out": True,
-        "reasoning_state": "none", "verdict": "undecided", "answer_source": "box",
+        "reasoning_state": "none", "verdict": "undecided", "answer_source": "box", "passed_by_tolerance": False,
     }
     assert _scored(r"\boxed{6}", "6") == 1.0  # the grader still works afterwards
 
@@ -172,11 +172,11 @@ def test_explicit_answer_beats_a_later_number():
 def test_parse_failure_is_distinct_from_a_wrong_answer():
     assert score_math("I cannot solve this.", "4") == {
         "score": 0.0, "extracted": None, "parse_failed": True, "parse_error": "no answer found", "timed_out": False,
-        "reasoning_state": "none", "verdict": "undecided", "answer_source": None,
+        "reasoning_state": "none", "verdict": "undecided", "answer_source": None, "passed_by_tolerance": False,
     }
     assert score_math(r"\boxed{5}", "4") == {
         "score": 0.0, "extracted": "5", "parse_failed": False, "parse_error": None, "timed_out": False,
-        "reasoning_state": "none", "verdict": "different", "answer_source": "box",
+        "reasoning_state": "none", "verdict": "different", "answer_source": "box", "passed_by_tolerance": False,
     }
 
 

@@ -92,7 +92,8 @@ CASES = [
 
 @pytest.mark.parametrize(("cls", "generation", "gold", "right"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_grader_gives_the_human_verdict(cls, generation, gold, right):
-    result = score_math(generation, gold, timeout_s=10.0)
+    rule = "approximate" if cls == "tolerance" else "exact"  # tolerance: the approximate rule's (rounded quantities)
+    result = score_math(generation, gold, timeout_s=10.0, numeric_rule=rule)
     assert result["score"] == (1.0 if right else 0.0), result
 
 

@@ -4,6 +4,7 @@ separators, option labels, units, qualifiers, percent and currency (docs/grading
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _HOPE = re.compile(r"\s*I hope it is correct\.?\s*$", re.IGNORECASE)
 _BRACKET_DELIMS = (("\\[", "\\]"), ("\\(", "\\)"))
@@ -38,8 +39,10 @@ def normalize_answer(answer: str | int | float) -> str:
     return labelled(answer)[1]
 
 
+@lru_cache(maxsize=16384)
 def labelled(answer: str | int | float) -> tuple[str | None, str]:
-    """(option label such as "C" or None, the normalised answer without it)."""
+    """(option label such as "C" or None, the normalised answer without it). Cached: n samples
+    share a gold, and often an answer."""
     if isinstance(answer, float) and answer.is_integer():
         return None, str(int(answer))
     text = unicode_math(str(answer)).strip()
@@ -56,6 +59,8 @@ def labelled(answer: str | int | float) -> tuple[str | None, str]:
     text = _CURRENCY.sub("", text).strip()
     text = _strip_unit(text)
     text = _canonical_latex(text)
+    if computed := _COMPUTED.match(text):  # rule computed-value: "11.08+14.33+9.31=34.72" -> "34.72"
+        text = computed.group(1).strip()
     if _THOUSANDS.fullmatch(text):
         text = text.replace(",", "")
     elif _SPACE_THOUSANDS.fullmatch(text) or _PLAIN_SPACE_THOUSANDS.fullmatch(text):
@@ -63,16 +68,24 @@ def labelled(answer: str | int | float) -> tuple[str | None, str]:
     return label, text
 
 
+# an arithmetic of plain numbers, then "=" and its value: the value is the answer
+_COMPUTED = re.compile(r"^(?=[^=]*\d)(?:[\d.,\s+\-*/×()^]|(?<=\s)x(?=\s)|\\(?:times|cdot|div)(?![A-Za-z]))+=\s*(-?\d[\d,]*(?:\.\d+)?)$")
 _ONE_CHAR_GROUP = re.compile(r"([_^])\{\s*(\w)\s*\}")
 _UPRIGHT_CONSTANT = re.compile(r"\\(?:mathrm|text|operatorname)\s*\{\s*([ei])\s*\}")
 _BOLD = re.compile(r"^\*\*(.+)\*\*$")
+# a function written without its backslash, before a number or a parenthesis: `ln2`, `log(3)`, `sqrt(57)`
+_PLAIN_FUNCTION = re.compile(r"(?<![\\A-Za-z])(ln|log|exp|sin|cos|tan)(?=\s*[\d(])")
+_PLAIN_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*(?:\(([^()]*)\)|(\d+))")
 
 
 def _canonical_latex(text: str) -> str:
     """Rule `latex-forms`: `E_{1}` -> `E_1`, `x^{2}` -> `x^2`, `\\mathrm{e}` -> `e` (Euler's
-    number), `\\tfrac`/`\\dfrac` -> `\\frac`, `\\left(`/`\\right)` -> `(`/`)`, `**194**` -> `194`."""
+    number), `\\tfrac`/`\\dfrac` -> `\\frac`, `\\left(`/`\\right)` -> `(`/`)`, `**194**` -> `194`,
+    a function without its backslash (`ln2`, `sqrt(57)`) -> `\\ln 2`, `\\sqrt{57}`."""
     if bold := _BOLD.match(text):
         text = bold.group(1).strip()
+    text = _PLAIN_FUNCTION.sub(r"\\\1 ", text)
+    text = _PLAIN_SQRT.sub(lambda m: "\\sqrt{" + (m.group(1) if m.group(1) is not None else m.group(2)) + "}", text)
     text = _ONE_CHAR_GROUP.sub(r"\1\2", text)
     text = _UPRIGHT_CONSTANT.sub(r"\1", text)
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
@@ -82,7 +95,7 @@ def _canonical_latex(text: str) -> str:
 _WRAPPER = r"\\(?:textbf|mathbf|text|mathrm)"
 _WRAPPED_LABEL = re.compile(_WRAPPER + r"\{\s*(\([A-E]\))\s*\}")  # \textbf{(C) } -> (C)
 _WRAPPED_ALL = re.compile("^" + _WRAPPER + r"\{([^{}]*)\}$")  # \textbf{(073)} -> (073)
-_OPTION_LABEL = re.compile(r"^\(([A-E])\)(?:\s|~|\\q?quad|\\[ ,;:!])*(?=\S)")
+_OPTION_LABEL = re.compile(r"^(?:\(([A-E])\)|([A-E])\s*[:)])(?:\s|~|\\q?quad|\\[ ,;:!])*(?=\S)")  # (C) 18, C: 18, C) 18
 _PAREN_NUMBER = re.compile(r"^\((\d+)\)$")
 _LONE_LABEL = re.compile(r"^\(([A-E])\)$")
 
@@ -97,7 +110,7 @@ def _strip_option_label(text: str) -> tuple[str | None, str]:
     if letter := _LONE_LABEL.match(text):  # "\\textbf{(C)}" alone is the letter
         return None, letter.group(1)
     label = _OPTION_LABEL.match(text)
-    return (label.group(1), text[label.end() :].strip()) if label else (None, text)
+    return (label.group(1) or label.group(2), text[label.end() :].strip()) if label else (None, text)
 
 
 _UNICODE = {
@@ -123,8 +136,14 @@ _QUALIFIER = re.compile(
 )
 
 
+_EXPLANATION = re.compile(r"\s+\((?=[^()]*[A-Za-z]{3,})[^()\d\\=<>]*\)$")  # "False (no aliasing occurs)"
+
+
 def _strip_qualifier(text: str) -> str:
-    """`5, \\text{ where } x > 0` -> `5`; `12 (rounded)` -> `12`: side text after a value."""
+    """`5, \\text{ where } x > 0` -> `5`; `12 (rounded)` -> `12`; `False (no aliasing occurs)`
+    -> `False`: side text after a value."""
+    if text.endswith(")") and (explanation := _EXPLANATION.search(text)) and explanation.start() > 0:
+        text = text[: explanation.start()].strip()
     match = _QUALIFIER.search(text)
     if not match or match.start() == 0 or re.search(r"[,;]\s*-?\d", match.group()):
         return text  # "5 (when n is odd), 6 (when n is even)" is two answers
@@ -151,6 +170,24 @@ def _strip_unit(text: str) -> str:
     `4 \\times 10^{33} \\, \\text{erg s}^{-1}`, `4.569 x 10^-24 meters` -> the value."""
     match = _UNIT.match(text)
     return match.group(1).strip() if match else text
+
+
+# rule `conditions`: a condition on a variable after the answer ("\\text{ for } t > 0", ", x \\neq 0")
+_CONDITION = re.compile(
+    r"\s*(?:,|;|\\q?quad|\\[,;:!]|\\text\s*\{\s*(?:for|if|when|where)\s*\}|\b(?:for|if|when|where)\b)\s*"
+    r"(?:\\q?quad\s*|\\text\s*\{\s*(?:for|if|when|where)\s*\}\s*)*\(?\s*[A-Za-z](?:_\{?\w+\}?)?\s*"
+    r"(?:>|<|\\geq?|\\leq?|\\neq?|\\in\b|≥|≤|≠)[^=]*?\)?\s*$"
+)
+
+
+def strip_condition(text: str) -> str:
+    """`x(t) = 1 - e^{-t} \\text{ for } t > 0` -> `x(t) = 1 - e^{-t}` (the condition goes)."""
+    match = _CONDITION.search(text) if len(text) <= 1000 else None
+    return text[: match.start()].strip() if match and match.start() > 0 else text
+
+
+def has_condition(text: str) -> bool:
+    return strip_condition(text) != text
 
 
 def as_list(expected: str | int | float | list[str]) -> list[str | int | float]:

@@ -1,5 +1,6 @@
 """Numbers: the exact value of a numeric answer (plain, fraction, scientific, decimal comma,
-number words) and the precision rules (docs/grading.md, `precision` and `stated-precision`)."""
+number words), the numeric rules (`exact` or `approximate`, an env's `numeric_rule`) and the
+precision rules (docs/grading.md, `precision` and `stated-precision`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from fractions import Fraction
 from functools import lru_cache
 
 from skyeval.scorers.math.normalization import NUMBER_WORDS
+
+NUMERIC_RULES = ("exact", "approximate")  # an env's `numeric_rule` (docs/grading.md)
+EXACT, APPROXIMATE = NUMERIC_RULES
 
 _PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)", re.ASCII)
 _DECIMAL_COMMA = re.compile(r"(-?)(\d+),(\d+)", re.ASCII)
@@ -28,6 +32,8 @@ def number_value(text: str, *, decimal_comma: bool = False) -> Fraction | None:
         return Fraction(int(numerator), int(denominator)) * (-1 if sign else 1)
     if (word := NUMBER_WORDS.get(text.lower())) is not None:
         return Fraction(word)
+    if text[:1].isalpha() and (spelled := spelled_number(text)) is not None:
+        return spelled
     if scientific := _E_NOTATION.fullmatch(text):
         return Fraction(Decimal(scientific.group(1))) * Fraction(10) ** int(scientific.group(2))
     if power := _TEN_POWER.fullmatch(text):
@@ -43,6 +49,55 @@ def number_value(text: str, *, decimal_comma: bool = False) -> Fraction | None:
         return None
 
 
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SPELLED_WORD = re.compile(r"[a-z]+")
+
+
+def spelled_number(text: str) -> Fraction | None:
+    """A number written in English words, the whole of `text`: "seventy six", "two hundred and
+    eighty", "one hundred thirty thousand", "two hundred twenty-four point eight seven",
+    "minus three"; None for anything else."""
+    words = text.lower().replace("-", " ").replace(",", " ").split()
+    if not words or not all(_SPELLED_WORD.fullmatch(w) for w in words):
+        return None
+    sign = -1 if words[0] in ("minus", "negative") else 1
+    words = words[1:] if sign < 0 else words
+    if "point" in words:
+        whole, decimals = words[: words.index("point")], words[words.index("point") + 1 :]
+        digits = [NUMBER_WORDS.get(w) for w in decimals]
+        if not decimals or any(d is None or d > 9 for d in digits):
+            return None
+        integer = _spelled_integer(whole) if whole else 0
+        return None if integer is None else sign * (integer + Fraction(int("".join(map(str, digits))), 10 ** len(digits)))
+    integer = _spelled_integer(words)
+    return None if integer is None else Fraction(sign * integer)
+
+
+def _spelled_integer(words: list[str]) -> int | None:
+    total = current = 0
+    seen = False
+    for word in words:
+        if word == "and" and seen:
+            continue
+        if (small := NUMBER_WORDS.get(word)) is not None:
+            if current % 10 or (current % 100 and small >= 10):
+                return None  # "five six", "twenty twelve": no number
+            current += small
+        elif word in _TENS:
+            if current % 100:
+                return None
+            current += _TENS[word]
+        elif word == "hundred" and 0 < current < 100:
+            current *= 100
+        elif word in _SCALES and current:
+            total, current = total + current * _SCALES[word], 0
+        else:
+            return None
+        seen = True
+    return total + current if seen else None
+
+
 def _unambiguous_decimal_comma(whole: str, fraction: str) -> bool:
     """"0,5", "2,74", "1000,99" read as decimals; "1,234" is thousands, "1,5" a list."""
     if whole == "0":
@@ -55,17 +110,24 @@ _WORD_COUNTS = {"one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 
 _STATED_PRECISION = re.compile(
     r"(?P<mantissa>\$?n\$?\s+is\s+to\s+)?(?P<count>\d|one|single|two|three|four|five|six)\s+"
     r"(?P<kind>significant\s+(?:figure|digit)|decimal\s+place)s?", re.IGNORECASE)
+# rule `stated-precision`: "to the nearest tenth", "rounded to the nearest whole number"
+_NEAREST = re.compile(r"\bto\s+the\s+nearest\s+(?P<unit>tenth|hundredth|thousandth|ten-thousandth|whole\s+number|integer)", re.IGNORECASE)
+_NEAREST_DECIMALS = {"tenth": 1, "hundredth": 2, "thousandth": 3, "ten-thousandth": 4, "whole number": 0, "integer": 0}
 
 
 @lru_cache(maxsize=1024)
 def stated_precision(question: str | None) -> Precision | None:
     """The precision the asked part of ``question`` requires ("to three significant figures",
-    "to 2 decimal places", "as $n \\times 10^x$ where $n$ is to 2 decimal places"), or None."""
-    if not question or ("significant" not in question and "decimal place" not in question):
+    "to 2 decimal places", "as $n \\times 10^x$ where $n$ is to 2 decimal places", "to the
+    nearest tenth", "to the nearest whole number"), or None."""
+    if not question or ("significant" not in question and "decimal place" not in question and "nearest" not in question):
         return None  # most questions: no regular expression to run
     asked = question[question.rfind("Subproblem") :] if "Subproblem" in question else question[-600:]
     found = list(_STATED_PRECISION.finditer(asked))
     if not found:
+        nearest = list(_NEAREST.finditer(asked))
+        if nearest:
+            return "decimals", _NEAREST_DECIMALS[" ".join(nearest[-1].group("unit").lower().split())]
         return None
     match = found[-1]
     count = _WORD_COUNTS.get(match.group("count").lower()) or int(match.group("count"))
@@ -105,6 +167,17 @@ def rounded(value: Fraction, required: Precision) -> Decimal:
         digits = count if kind == "significant" else count + 1
         exponent = number.adjusted() - digits + 1
         return number.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
+
+
+def numbers_equal(number: Fraction, gold_number: Fraction, gold: str, candidate: str, rule: str) -> tuple[bool, bool]:
+    """(equal, equal only by the tolerance) of two numbers under the numeric `rule`: `exact`
+    compares values (`18.00` = `18`, `0.5` = `\\frac12`, never `2219.6` = `2220`); `approximate`
+    also takes the stated precisions (`close`)."""
+    if number == gold_number:
+        return True, False
+    if rule == APPROXIMATE and close(number, gold_number, gold, candidate):
+        return True, True
+    return False, False
 
 
 def close(number: Fraction, gold_number: Fraction, gold: str, candidate: str = "") -> bool:

@@ -4,10 +4,11 @@ time limit, plus the numeric identity of two expressions (rule `symbolic-identit
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from functools import lru_cache
 
 from skyeval.errors import require
-from skyeval.scorers.math.numbers import number_value, stated_tolerance
+from skyeval.scorers.math.numbers import EXACT, number_value, stated_tolerance
 
 MATH_VERIFY_INSTALL = 'pip install "math-verify[antlr4_9_3]" (or reinstall skyeval)'
 
@@ -35,13 +36,16 @@ def _boxed_config() -> tuple:
     return (LatexExtractionConfig(), ExprExtractionConfig())
 
 
-def verify_any(pairs: tuple[tuple[str, str], ...]) -> bool | None:
-    """True if a candidate equals its gold, False if every pair was compared and none is
-    equal, None (undecided) if none is equal and math-verify could not parse one side of a
-    pair. No own timeouts: the caller bounds the time.
-    A decimal gold is compared by value within its stated precision; expressions with
-    variables that math-verify calls different are compared once more with hyperbolic and
-    trigonometric functions rewritten as exponentials (``\\cosh(x)`` = ``(e^x+e^{-x})/2``)."""
+def verify_any(pairs: tuple[tuple[str, str], ...], rule: str = EXACT) -> tuple[bool | None, bool]:
+    """(verdict, equal only by a tolerance): True if a candidate equals its gold, False if
+    every pair was compared and none is equal, None (undecided) if none is equal and
+    math-verify could not parse one side of a pair. No own timeouts: the caller bounds the time.
+
+    Under the `exact` rule decimals are read as the exact values they write (`0.5` is
+    `\\frac12`; `1.41421356` is no `\\sqrt2`, `0.333` no `\\frac13`). Under `approximate` a decimal
+    gold is compared by value within its stated precision, and math-verify's own rounding of
+    decimals applies. Expressions with variables that math-verify calls different are compared
+    once more (rule `symbolic-identity`), never on a decimal the exact rule reads as written."""
     from math_verify import verify
 
     unparsed = False
@@ -53,6 +57,11 @@ def verify_any(pairs: tuple[tuple[str, str], ...]) -> bool | None:
             continue
         if all(isinstance(p, str) for p in golds) or all(isinstance(p, str) for p in predictions):
             unparsed = True  # math-verify read only the text of a side: a "different" would be unproved
+        if rule == EXACT:
+            if any(_exactly_equal(gold, prediction) for prediction in predictions for gold in golds
+                   if not _proved_different(gold, prediction)):
+                return True, False
+            continue
         gold_number = number_value(gold_text)
         tolerance = stated_tolerance(gold_text, gold_number) if gold_number is not None else None
         for prediction in predictions:
@@ -60,13 +69,50 @@ def verify_any(pairs: tuple[tuple[str, str], ...]) -> bool | None:
                 value = _numeric_value(prediction)
                 if value is not None:
                     if abs(value - float(gold_number)) <= float(tolerance) * (1 + 1e-9):
-                        return True
+                        return True, Fraction(repr(value)) != gold_number
                     continue
-            if any(verify(gold, prediction, timeout_seconds=None) for gold in golds):
-                return True
-            if any(_same_function(gold, prediction) for gold in golds):
-                return True
-    return None if unparsed else False
+            candidates = [gold for gold in golds if not _proved_different(gold, prediction)]
+            if any(verify(gold, prediction, timeout_seconds=None) for gold in candidates):
+                return True, not any(_exactly_equal(gold, prediction) for gold in candidates)
+            if any(_same_function(gold, prediction) for gold in candidates):
+                return True, False
+    return (None if unparsed else False), False
+
+
+def _exactly_equal(gold, prediction) -> bool:
+    """math-verify's equality with every decimal read as the exact rational it writes, and
+    rule `symbolic-identity` when no decimal is involved."""
+    from math_verify import verify
+
+    exact_gold, exact_prediction = _rational(gold), _rational(prediction)
+    decimals = exact_prediction is not prediction or exact_gold is not gold
+    if decimals and _is_number(exact_gold) and _is_number(exact_prediction):
+        try:  # two numbers: equal values, or not (a terminating decimal is never sqrt 2)
+            return bool((exact_gold - exact_prediction).is_zero)
+        except (TypeError, ValueError, AttributeError, ArithmeticError, RecursionError):
+            return False
+    if verify(exact_gold, exact_prediction, timeout_seconds=None):
+        return True
+    return not decimals and _same_function(gold, prediction)
+
+
+def _rational(parsed):
+    """`parsed` with each Float replaced by the exact rational of its decimal digits (the
+    same object when it holds none, or is no sympy expression)."""
+    import sympy
+
+    if not isinstance(parsed, sympy.Basic):
+        return parsed
+    floats = parsed.atoms(sympy.Float)
+    if not floats:
+        return parsed
+    return parsed.xreplace({f: sympy.Rational(str(f)) for f in floats})
+
+
+def _is_number(parsed) -> bool:
+    import sympy
+
+    return isinstance(parsed, sympy.Expr) and bool(parsed.is_number)
 
 
 def _numeric_value(parsed) -> float | None:
@@ -82,6 +128,134 @@ def _numeric_value(parsed) -> float | None:
             return None
         return value.real if value.imag == 0 else None
     return None
+
+
+def _proved_different(gold, prediction) -> bool:
+    """Whether a cheap numeric check proves two parsed answers different, sparing math-verify's
+    symbolic work (simplify, solve, integrate: seconds on long expressions): expressions in the
+    same variables that disagree at a point where both are defined, under every renaming of a
+    general solution's numbered constants; equations in 2+ variables whose sides' differences
+    are not proportional; a constant gold against an answer whose value changes with its
+    variables. Never for floor, absolute value and other piecewise functions, undefined
+    functions, or decimals in an expression (the approximate rule rounds them)."""
+    import sympy
+
+    try:
+        if isinstance(gold, sympy.Eq) != isinstance(prediction, sympy.Eq):
+            equation = gold if isinstance(gold, sympy.Eq) else prediction
+            if _to_solve(equation):
+                return True  # rule defining-equation: `x^2-2x+10=0` is an equation to solve, not the value 0
+        elif isinstance(gold, sympy.Eq) and not (gold.free_symbols or prediction.free_symbols):
+            if gold.rhs.is_number and prediction.rhs.is_number and gold.rhs != prediction.rhs:
+                return True  # two statements of values: `|A| = -6` is not `|B| = -32`
+        if isinstance(prediction, sympy.Eq) and not isinstance(gold, sympy.Eq) and isinstance(prediction.lhs, sympy.Symbol):
+            prediction = prediction.rhs  # `L = ...` against a value: its right side
+        equations = isinstance(gold, sympy.Eq) and isinstance(prediction, sympy.Eq)
+        if equations:
+            gold, prediction = gold.lhs - gold.rhs, prediction.lhs - prediction.rhs
+        if not (isinstance(gold, sympy.Expr) and isinstance(prediction, sympy.Expr)):
+            return False
+        if any(e.has(*_piecewise()) or e.atoms(sympy.core.function.AppliedUndef) for e in (gold, prediction)):
+            return False
+        names = {x.name for x in gold.free_symbols}
+        answer_names = {x.name for x in prediction.free_symbols}
+        if not answer_names:
+            return False
+        if not names:  # a constant gold: an answer that varies with its variables is no constant
+            return _varies(prediction, answer_names)
+        if names != answer_names or (equations and len(names) < 2) or gold.has(sympy.Float) or prediction.has(sympy.Float):
+            return False
+        if equations:
+            return _proportional(gold, prediction, names) is False
+        by_name = {x.name: x for x in prediction.free_symbols}
+        renamings = _renamings(names, answer_names) or [{}]
+        return all(_agree_numerically(gold, prediction.xreplace({by_name[a]: by_name[g] for a, g in r.items()}),
+                                      answer_names) is False for r in renamings)
+    except (TypeError, ValueError, AttributeError, ArithmeticError, RecursionError):
+        return False
+
+
+def _names_a_value(lhs) -> bool:
+    """The left side of a definition: a name (`x`, `a_1`, `\\mathbf{y}`) or a function at its
+    arguments (`f(t)`, `v(0)`), not an expression (`x^2 - 2x + 10`, `2x`)."""
+    import sympy
+
+    if isinstance(lhs, sympy.Symbol):
+        return True
+    return isinstance(lhs, sympy.core.function.AppliedUndef) and all(
+        isinstance(a, sympy.Symbol) or a.is_number for a in lhs.args)
+
+
+def _to_solve(equation) -> bool:
+    """An equation to solve: a polynomial of degree 2 or more set to 0 (`x^2 - 2x + 10 = 0`), not
+    a definition (`f(t) = ...`), the value of an expression asked for (`2x + 3 = 8`, `a + b = 0`)
+    or a computation (`19x - 4x - 80 = 15x - 80`)."""
+    import sympy
+
+    if equation.rhs != 0 or _names_a_value(equation.lhs) or not equation.lhs.free_symbols:
+        return False
+    try:
+        degree = sympy.Poly(equation.lhs, *sorted(equation.lhs.free_symbols, key=str)).total_degree()
+    except sympy.PolynomialError:
+        return False
+    return degree >= 2 and not _identity_holds(equation)
+
+
+def _identity_holds(equation) -> bool:
+    """Whether both sides are equal wherever evaluated (a computation, `19x - 4x - 80 = 15x - 80`,
+    `\\lim_{x \\to 0} x = 0`), not an equation to solve; False when it cannot be evaluated."""
+    difference = (equation.lhs - equation.rhs).doit()
+    names = {x.name for x in difference.free_symbols}
+    values = [_value_at(difference, point) for point in _points(names, 4)] if names else [_value_at(difference, {})]
+    return all(v is not None and abs(v) < 1e-9 for v in values)
+
+
+def _varies(expression, names: set[str]) -> bool:
+    """Whether `expression` takes two different values at the fixed pseudo-random points."""
+    values = [v for v in (_value_at(expression, point) for point in _points(names, 4)) if v is not None]
+    return len(values) >= 2 and any(abs(v - values[0]) > 1e-9 * max(1.0, abs(values[0])) for v in values)
+
+
+def _points(names: set[str], count: int) -> list[dict]:
+    import random
+
+    import sympy
+
+    rng = random.Random(38)
+    return [{name: sympy.I if name == "i" else sympy.Float(rng.uniform(0.5, 3.5)) for name in sorted(names)}
+            for _ in range(count)]
+
+
+def _value_at(expression, point: dict) -> complex | None:
+    try:
+        value = complex(expression.xreplace({s: point[s.name] for s in expression.free_symbols}).evalf())
+    except (TypeError, ValueError, ZeroDivisionError, KeyError):
+        return None
+    return value if _finite(value) else None
+
+
+def _proportional(a, b, names: set[str], points: int = 4) -> bool | None:
+    """Whether `a = k b` for one constant k at `points` fixed pseudo-random points (None when
+    fewer than 2 points are defined and nonzero)."""
+    import random
+
+    import sympy
+
+    rng = random.Random(38)
+    ratios = []
+    for _ in range(points):
+        values = {name: sympy.Float(rng.uniform(0.5, 3.5)) for name in sorted(names)}
+        try:
+            x = complex(a.xreplace({s: values[s.name] for s in a.free_symbols}).evalf())
+            y = complex(b.xreplace({s: values[s.name] for s in b.free_symbols}).evalf())
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        if not all(map(_finite, (x, y))) or abs(y) < 1e-12:
+            continue
+        ratios.append(x / y)
+    if len(ratios) < 2:
+        return None
+    return all(abs(r - ratios[0]) <= 1e-9 * max(1.0, abs(ratios[0])) for r in ratios)
 
 
 def _same_function(gold, prediction) -> bool:
@@ -203,3 +377,4 @@ def warm_math_verify() -> None:
     math_verify.grader.TIMEOUT_WARNING_SHOWN = True
     math_verify.parser.TIMEOUT_WARNING_SHOWN = True
     verify_any(((r"\frac{1}{2}", "0.5"),))
+    verify_any(((r"\frac{1}{2}", "0.5"),), "approximate")
