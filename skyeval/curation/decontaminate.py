@@ -217,10 +217,11 @@ class BenchmarkIndex:
                 best[row] = max(best[row], result.score)
             if result.score < self.paraphrase.threshold:
                 continue
-            problem_id, benchmark = self.problem_ids[result.problem], self.problem_benchmarks[result.problem]
-            if any(m.problem_id == problem_id and m.benchmark == benchmark for m in found[row]):
-                continue
-            found[row].append(Match(benchmark, problem_id, "paraphrase", name, None, result.words, result.score))
+            for problem in self.paraphrase.same_problems(result.problem):  # the problem under every name
+                problem_id, benchmark = self.problem_ids[problem], self.problem_benchmarks[problem]
+                if not any(m.problem_id == problem_id and m.benchmark == benchmark for m in found[row]):
+                    found[row].append(Match(benchmark, problem_id, "paraphrase", name, None, result.words,
+                                            result.score))
 
     def _check_ngrams(self, segments: list[tuple[int, str, list[str]]], rows: int, flat: "np.ndarray",
                       offsets: "np.ndarray") -> list[list[Match]]:
