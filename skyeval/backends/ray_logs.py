@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import select
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -71,6 +72,9 @@ def send_ray_logs_to(handler: logging.Handler | None) -> None:
         _route.propagate.clear()
         return
     route_ray_logs()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():  # Ray started before the handler (a backend built first)
+        catch_native_lines()
 
 
 def route_ray_logs() -> None:
@@ -123,8 +127,6 @@ class _Relay:
 
 def _start_relay() -> None:
     global _relay
-    import sys
-
     sys.stderr.flush()
     console = os.dup(2)
     if os.isatty(2):  # a pseudo-terminal: stderr still is a terminal, of the same size
@@ -209,8 +211,6 @@ def _stop_relay() -> None:
     relay = _relay
     if relay is None:
         return
-    import sys
-
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
