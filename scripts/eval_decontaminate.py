@@ -1,7 +1,7 @@
 """Precision and recall of `curate.py decontaminate --against gsm8k` on the development set
 of tests/curation/data (PROVENANCE.md there), per kind of row and paraphrase threshold.
 
-Kinds: `reworded` (the 1,319 GSM8K test problems rewritten by GPT-4, published with
+Kinds: `reworded` (the 1,315 non-empty of the 1,319 GSM8K test problems rewritten by GPT-4, published with
 lm-sys/llm-decontaminator), `distractor` (GSM8K test problems with an irrelevant sentence
 inserted before the question, built from the mirror's test.jsonl), `clean_math` (1,000
 SVAMP word problems, then 1,200 math questions of MMLU's elementary, high-school and
@@ -63,7 +63,9 @@ def dev_rows(data_dir: Path, science: int = 800, folds: bool = False) -> dict[st
     With `folds`, the reworded rows are two kinds: `reworded_fold0` and `reworded_fold1`."""
     test = [row["question"] for row in _read(data_dir / "gsm8k" / "test.jsonl")]
     arc = _read(data_dir / "arc_challenge" / "ARC-Challenge-Test.jsonl")
-    reworded = _read(DATA / "reworded_gsm8k.jsonl")
+    # 4 of the 1,319 published rewrites are empty (lines 309, 669, 727, 948): nothing to find,
+    # and decontaminate refuses a row without text
+    reworded = [r for r in _read(DATA / "reworded_gsm8k.jsonl") if r["problem"].strip()]
     by_fold = {f"reworded_fold{k}": [r for r in reworded if r["fold"] == k] for k in (0, 1)}
     return {
         **(by_fold if folds else {"reworded": reworded}),

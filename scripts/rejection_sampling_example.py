@@ -1,5 +1,5 @@
 """Rejection sampling in Python: generate, score for correctness + readability, keep the
-passing samples, save them as ShareGPT SFT data. Runs offline with the reference backend:
+passing samples, save them as SFT data (role/content messages, TRL's format). Runs offline with the reference backend:
 
   SKYEVAL_DATA_DIR=../shared/data python scripts/rejection_sampling_example.py --limit 20
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skyeval.backends.base import SamplingParams
 from skyeval.backends.reference import ReferenceConfig
-from skyeval.curation import MathRejectionEnv, keep_passing, sharegpt_row
+from skyeval.curation import MathRejectionEnv, keep_passing, sft_row
 from skyeval.envs.registry import SkyEnvBuilder, build_from_config
 from skyeval.results import write_rows
 
@@ -26,7 +26,7 @@ def main(limit: int, n: int, out: Path) -> int:
     env.setup(ReferenceConfig(), sampling_params=SamplingParams(n=n, temperature=0.7))
     scored = env.score(env.generate(env.read_dataset())).materialize()  # one row per sample
     kept = keep_passing(scored)                             # ds.filter on `keep`
-    rows = [sharegpt_row(r) for r in kept.take_all()]
+    rows = [sft_row(r) for r in kept.take_all()]          # format="sharegpt" for LLaMA-Factory
     write_rows(rows, out)
     print(f"kept {len(rows)} of {scored.count()} samples -> {out}")
     return len(rows)

@@ -129,7 +129,7 @@ def _hydra(stage: str, args: list[str]) -> int:
         return 0
     if "--tasks=list" in args or any(a == "--tasks" and b == "list" for a, b in zip(args, args[1:])):
         return list_benchmarks([])  # lm-eval's way to list its tasks
-    from skyeval.config.overrides import bare_key_error, from_skythought_flags, with_user_config
+    from skyeval.config.overrides import bare_key_error, experiment_env_error, from_skythought_flags, with_user_config
 
     args = from_skythought_flags(stage, [part for a in args
                                          for part in (a.split("=", 1) if a.startswith("--config=") else [a])])
@@ -139,8 +139,7 @@ def _hydra(stage: str, args: list[str]) -> int:
         flags, overrides = _split_flags(with_user_config(args, temp_dirs))
         if not any(o.lstrip("+~").split("=")[0].split("@")[0] in ("env", "experiment", "user_config") for o in overrides):
             _fail(f"no benchmark selected: add +env=NAME, one of: {', '.join(_env_names())}")
-        for override in overrides:
-            error = bare_key_error(override)
+        for error in [bare_key_error(o) for o in overrides] + [experiment_env_error(overrides)]:
             if error is not None:
                 raise error
         overrides = [_forced_env_knob(_checked_env(o)) for o in overrides]

@@ -183,6 +183,60 @@ def bare_key_error(override: str) -> ConfigError | None:
     return ConfigError(f"{override}: {key!r} is not a top-level setting; did you mean {found}={value}?")
 
 
+def experiment_env_error(overrides: list[str]) -> ConfigError | None:
+    """An experiment that selects its own env (`/env: numina` in its defaults) with a
+    benchmark given as `+env=Y` (Hydra: "Multiple values for env"), or as `env=Y` while the
+    experiment's env class (`env._target_`) is made for another env: one line saying what to
+    write. None when neither."""
+    from omegaconf import OmegaConf
+
+    values = {o.partition("=")[0]: o.partition("=")[2] for o in overrides if "=" in o}
+    experiments = [v for k, v in values.items() if k.lstrip("+") == "experiment"]
+    if not experiments or not (CONF_DIR / "experiment" / f"{experiments[0]}.yaml").is_file():
+        return None
+    name = experiments[0]
+    spec = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "experiment" / f"{name}.yaml"))
+    own = next((d["/env"] for d in spec.get("defaults") or [] if isinstance(d, dict) and "/env" in d), None)
+    target = (spec.get("env") or {}).get("_target_")
+    added = values.get("+env") or values.get("++env")
+    chosen = added or values.get("env")
+    if own is None or not chosen or "," in chosen or "env._target_" in values:
+        return None
+    hint = _experiment_target(target, chosen)
+    if added:
+        return ConfigError(f"+env={added}: +experiment={name} already selects an env ({own}); to use {added} write "
+                           f"env={added}{hint} (no +)")
+    return ConfigError(f"env={chosen}: +experiment={name} scores with {target}, made for {own}; "
+                       f"write env={chosen}{hint}") if hint else None
+
+
+def _experiment_target(target: str | None, env: str) -> str:
+    """` env._target_=CLASS`: the class of `env` made like the experiment's `target` (the
+    same mixins over env's own class: MathRejectionEnv for math500); "" when the experiment
+    sets no class or its class already fits the env."""
+    from hydra.utils import get_class
+
+    from skyeval.envs.base import Env
+    from skyeval.envs.registry import SkyEnvBuilder
+
+    if target is None:
+        return ""
+    try:
+        made, base = get_class(target), get_class(SkyEnvBuilder.config(env)["_target_"])
+    except Exception:  # noqa: BLE001 - an unknown env or class: Hydra and the registry say so
+        return ""
+    mixins = [b for b in made.__bases__ if not issubclass(b, Env)]
+    if base in made.__bases__ or made is base:
+        return ""
+    module = sys.modules[made.__module__]
+    for candidate in vars(module).values():
+        if isinstance(candidate, type) and base in candidate.__bases__ and all(issubclass(candidate, m) for m in mixins):
+            return f" env._target_={candidate.__module__}.{candidate.__qualname__}"
+    mixin = ", ".join(m.__name__ for m in mixins) or made.__name__
+    return (f" env._target_=your.module.YourEnv (no class of {made.__module__} fits {env}: define "
+            f"class YourEnv({mixin}, {base.__name__}))")
+
+
 def _schemas() -> dict[str, type]:
     """The config dataclasses by class name (the only name Hydra's message keeps)."""
     from skyeval.backends.base import SamplingParams, ScalingConfig

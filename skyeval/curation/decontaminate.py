@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from skyeval.curation.conversations import default_fields, field_texts, messages, part_text
 from skyeval.curation.normalize import words
 from skyeval.curation.paraphrase import DEFAULT_THRESHOLD as PARAPHRASE_THRESHOLD
 from skyeval.errors import SkyevalError
@@ -216,10 +217,11 @@ class BenchmarkIndex:
                 best[row] = max(best[row], result.score)
             if result.score < self.paraphrase.threshold:
                 continue
-            problem_id, benchmark = self.problem_ids[result.problem], self.problem_benchmarks[result.problem]
-            if any(m.problem_id == problem_id and m.benchmark == benchmark for m in found[row]):
-                continue
-            found[row].append(Match(benchmark, problem_id, "paraphrase", name, None, result.words, result.score))
+            for problem in self.paraphrase.same_problems(result.problem):  # the problem under every name
+                problem_id, benchmark = self.problem_ids[problem], self.problem_benchmarks[problem]
+                if not any(m.problem_id == problem_id and m.benchmark == benchmark for m in found[row]):
+                    found[row].append(Match(benchmark, problem_id, "paraphrase", name, None, result.words,
+                                            result.score))
 
     def _check_ngrams(self, segments: list[tuple[int, str, list[str]]], rows: int, flat: "np.ndarray",
                       offsets: "np.ndarray") -> list[list[Match]]:
@@ -296,7 +298,7 @@ def read_benchmarks(names: Iterable[str] | None = None, *, data_dir: str | None 
     for name in names:
         try:
             env = SkyEnvBuilder.build(name, knobs)
-            sources[name] = [(str(p["id"]), field_text(p["question"])) for p in env.iter_problems()]
+            sources[name] = [(str(p["id"]), part_text(messages(p["question"]), "prompt")) for p in env.iter_problems()]
         except Exception as err:  # noqa: BLE001 - unknown name, no data, unreadable data: same report
             if asked:
                 raise ContaminationIndexError(f"cannot read benchmark {name!r}: {err}") from err
@@ -342,17 +344,6 @@ def ngram_hashes(token_ids: "np.ndarray", n: int) -> tuple["np.ndarray", "np.nda
     return hashes, (bad[n:] - bad[:count]) == 0
 
 
-def field_text(value: Any) -> str:
-    """A field as text: strings as they are, chat messages as their user turns."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
-        return "\n".join(str(m.get("content") or "") for m in value if m.get("role", "user") == "user")
-    return str(value)
-
-
 def _masked(text: str) -> str:
     """A normalized text with every number as "#"."""
     return _NUMBER.sub("#", text)
@@ -388,17 +379,16 @@ MATCH_KINDS = ("exact", "near", "contains", "paraphrase", "model")
 
 
 def _model_matches(model: "ModelStage", chunk: list[Any], contaminated: list[tuple[int, list[Match]]],
-                   fields: list[str]) -> list[tuple[int, list[Match]]]:
+                   fields: list[str], on: str) -> list[tuple[int, list[Match]]]:
     """(position, [a `model` match]) of the rows of a chunk the local checks kept that the
     model stage matches (the first field that matches)."""
     from skyeval.curation.streams import as_dict
 
     flagged = {i for i, _ in contaminated}
-    rows = [(i, as_dict(r)) for i, r in enumerate(chunk) if i not in flagged]
+    texts = {i: dict(field_texts(as_dict(r), fields, on, i)) for i, r in enumerate(chunk) if i not in flagged}
     found: dict[int, Match] = {}
     for name in fields:
-        pending = [(i, field_text(row.get(name))) for i, row in rows if i not in found]
-        pending = [(i, text) for i, text in pending if text.strip()]
+        pending = [(i, by_field[name]) for i, by_field in texts.items() if i not in found and name in by_field]
         for (i, _), result in zip(pending, model.check([text for _, text in pending])):
             if result is not None:
                 benchmark, problem_id, _ = model.problems[result.problem]
@@ -407,13 +397,13 @@ def _model_matches(model: "ModelStage", chunk: list[Any], contaminated: list[tup
 
 
 def check_rows(rows: list[Any], fields: list[str], index: BenchmarkIndex | None = None,
-               sweep: bool = False) -> ChunkResult:
-    """Check a chunk; rows are dicts or JSON lines."""
-    import json
+               sweep: bool = False, on: str = "prompt") -> ChunkResult:
+    """Check a chunk; rows are dicts or JSON lines, read by `skyeval.curation.conversations`
+    (part `on` of `fields`: a row without that text is an EmptyRowError)."""
+    from skyeval.curation.streams import as_dict
 
     index = index or _INDEX
-    parsed = [json.loads(r) if isinstance(r, (str, bytes)) else r for r in rows]
-    texts = [[(f, field_text(row.get(f))) for f in fields] for row in parsed]
+    texts = [field_texts(as_dict(row), fields, on, i) for i, row in enumerate(rows)]
     costs: dict[str, float] = {}
     best: list[float] | None = [0.0] * len(texts) if sweep and index.paraphrase is not None else None
     found = index.check(texts, costs, best)
@@ -425,40 +415,46 @@ def check_rows(rows: list[Any], fields: list[str], index: BenchmarkIndex | None 
 
 
 def stream_checks(chunks: Iterable[list[Any]], fields: list[str], index: BenchmarkIndex, workers: int = 0,
-                  sweep: bool = False) -> Iterator[tuple[list[Any], ChunkResult]]:
+                  sweep: bool = False, on: str = "prompt") -> Iterator[tuple[list[Any], ChunkResult]]:
     """(chunk, what was found in it) in input order. `workers` processes check chunks in
     parallel (0: one per core; 1: in this process); at most 2 chunks per worker are in flight."""
     from skyeval.curation.streams import map_chunks
 
     if (workers or os.cpu_count() or 1) == 1:
-        return map_chunks(check_rows, chunks, fields, index, sweep, workers=1)
-    return map_chunks(check_rows, chunks, fields, None, sweep, workers=workers, initializer=_init_worker,
+        return map_chunks(check_rows, chunks, fields, index, sweep, on, workers=1)
+    return map_chunks(check_rows, chunks, fields, None, sweep, on, workers=workers, initializer=_init_worker,
                       initargs=(index,))
 
 
 def decontaminate(source: str | os.PathLike, out_dir: str | os.PathLike | None, index: BenchmarkIndex, *,
-                  fields: list[str] | None = None, format: str = "jsonl", workers: int = 0,
-                  chunk_rows: int = 2000, sweep: bool | None = None, model: "ModelStage | None" = None
-                  ) -> dict[str, Any]:
-    """Stream `source` (a run folder, JSONL or Parquet) through `index`: kept rows to
+                  fields: list[str] | None = None, on: str | None = None, format: str = "jsonl", workers: int = 0,
+                  chunk_rows: int = 2000, sweep: bool | None = None, model: "ModelStage | None" = None,
+                  progress: str | None = None) -> dict[str, Any]:
+    """Stream `source` (a run folder, JSONL or Parquet) through `index`, checking part `on`
+    (prompt | response | conversation; default: all the text of `fields` when they are
+    named, else the prompt of `conversations.default_fields` of the first row; every row is
+    read by `skyeval.curation.conversations`): kept rows to
     `out_dir/kept.<format>`, contaminated ones (with their `contamination` matches) to
     `out_dir/removed.<format>`, and `out_dir/report.json`. `out_dir=None` writes nothing
     but returns the report (`--report-only`), with the rows each paraphrase threshold would
     remove (`sweep`; default: when nothing is written). `model` (optional) checks the rows
-    the local checks kept (skyeval.curation.model_stage)."""
+    the local checks kept (skyeval.curation.model_stage). `progress` names a bar shown on a
+    terminal."""
     import time
     from collections import Counter
     from dataclasses import asdict
     from pathlib import Path
 
-    from skyeval.curation.streams import RowWriter, as_dict, default_fields, read_chunks
+    from skyeval.curation.streams import RowWriter, as_dict, read_chunks
+    from skyeval.envs.local import progress_bar
     from skyeval.results import write_json
 
     start = time.perf_counter()
     sweep = out_dir is None if sweep is None else sweep
     chunks = read_chunks(source, chunk_rows)
     first = next(chunks, [])
-    fields = fields or (default_fields(first[0]) if first else ["problem"])
+    on = on or ("conversation" if fields else "prompt")
+    fields = fields or (default_fields(as_dict(first[0])) if first else ["problem"])
     out = Path(out_dir) if out_dir is not None else None
     writers = {}
     if out is not None:
@@ -469,11 +465,13 @@ def decontaminate(source: str | os.PathLike, out_dir: str | os.PathLike | None, 
     by_benchmark_kind: dict[str, Counter] = {}
     costs: Counter = Counter()
     thresholds: Counter = Counter()
+    bar = progress_bar(progress, None, unit="row")
     try:
-        for chunk, result in stream_checks(chain([first], chunks) if first else [], fields, index, workers, sweep):
+        for chunk, result in stream_checks(chain([first], chunks) if first else [], fields, index, workers, sweep, on):
             contaminated = result.contaminated
             if model is not None:
-                contaminated = sorted(contaminated + _model_matches(model, chunk, contaminated, fields))
+                contaminated = sorted(contaminated + _model_matches(model, chunk, contaminated, fields, on))
+            bar.update(len(chunk))
             rows_in += len(chunk)
             removed += len(contaminated)
             costs.update(result.costs)
@@ -489,10 +487,11 @@ def decontaminate(source: str | os.PathLike, out_dir: str | os.PathLike | None, 
                 writers["removed"].write_many([{**as_dict(chunk[i]), "contamination": [asdict(m) for m in matches]}
                                                for i, matches in contaminated])
     finally:
+        bar.close()
         for writer in writers.values():
             writer.close()
     seconds = time.perf_counter() - start
-    report = {"source": str(source), "fields": fields, "rows_in": rows_in, "kept": rows_in - removed,
+    report = {"source": str(source), "fields": fields, "on": on, "rows_in": rows_in, "kept": rows_in - removed,
               "removed": removed, "removed_by_benchmark": dict(sorted(by_benchmark.items())),
               "removed_by_match": {k: by_kind[k] for k in MATCH_KINDS if by_kind[k]},
               "removed_by_benchmark_and_match": {b: {k: c[k] for k in MATCH_KINDS if c[k]}

@@ -6,7 +6,11 @@
   `shingle`-grams (default 3) of the normalized text: a row whose key in any band equals
   a kept row's.
 
-The first row of each cluster is kept; a later row goes to `duplicates` with
+Rows are compared on part `on` of their text (`skyeval.curation.conversations`): `prompt`
+(user turns), `response` (assistant turns, reasoning included) or `conversation` (the
+default for conversation files and run folders, `prompt` for problem files): the same
+prompt (normalized) and a near-duplicate response, so the distinct responses of one problem
+are kept apart however long the prompt they share. The first row of each cluster is kept; a later row goes to `duplicates` with
 `duplicate_of` (the input position of the kept row) and `match` (exact | near). Only kept
 rows enter the index, so a cluster is named by its first row. Signatures and band keys
 are computed in worker processes (vectorized over blocks of rows); this process keeps
@@ -101,53 +105,90 @@ def band_keys(hashvalues: "np.ndarray", bands: int, rows: int) -> "np.ndarray":
     return keys
 
 
-def _chunk_keys(rows: list[Any], field: str, config: DedupConfig, bands: int, band_rows: int) -> tuple[list[bytes], list[list[int]]]:
-    """(digest of each normalized text, its band keys) for a chunk, in a worker."""
+def _chunk_keys(rows: list[Any], fields: list[str], on: str, config: DedupConfig, bands: int,
+                band_rows: int) -> tuple[list[bytes], list[list[int]]]:
+    """(digest of each normalized text, its band keys) for a chunk, in a worker. On the
+    conversation, the band keys are the response's, each folded with the digest of the
+    normalized prompt: rows are near duplicates when their prompts are the same and their
+    responses near duplicates (a long shared prompt never makes distinct responses alike)."""
     import hashlib
 
-    from skyeval.curation.decontaminate import field_text
+    import numpy as np
+
+    from skyeval.curation.conversations import part_text, row_messages, text
+    from skyeval.curation.normalize import normalize
     from skyeval.curation.streams import as_dict
 
-    normalized, hashvalues = signatures([field_text(as_dict(r).get(field)) for r in rows], config)
-    digests = [hashlib.blake2b(t.encode(), digest_size=12).digest() for t in normalized]
-    return digests, band_keys(hashvalues, bands, band_rows).tolist()
+    def digest(value: str, size: int = 12) -> bytes:
+        return hashlib.blake2b(value.encode(), digest_size=size).digest()
+
+    if on != "conversation":
+        normalized, hashvalues = signatures([text(as_dict(r), fields, on, i) for i, r in enumerate(rows)], config)
+        return [digest(t) for t in normalized], band_keys(hashvalues, bands, band_rows).tolist()
+    prompts, responses = [], []
+    for i, row in enumerate(rows):
+        row = as_dict(row)
+        text(row, fields, on, i)  # an EmptyRowError when the conversation has no text at all
+        turns = row_messages(row, fields)
+        prompts.append(normalize(part_text(turns, "prompt")))
+        responses.append(part_text(turns, "response"))
+    normalized, hashvalues = signatures(responses, config)
+    folded = np.frombuffer(b"".join(digest(p, 8) for p in prompts), dtype=np.uint64).reshape(-1, 1)
+    with np.errstate(over="ignore"):
+        keys = band_keys(hashvalues, bands, band_rows) * np.uint64(0x9E3779B97F4A7C15) + folded
+    return [digest(f"{p}\x00{r}") for p, r in zip(prompts, normalized)], keys.tolist()
 
 
-def stream_keys(chunks: Iterator[list[Any]], field: str, config: DedupConfig, bands: int, band_rows: int,
-                workers: int = 0) -> Iterator[tuple[list[Any], tuple[list[bytes], list[list[int]]]]]:
+def stream_keys(chunks: Iterator[list[Any]], fields: list[str], on: str, config: DedupConfig, bands: int,
+                band_rows: int, workers: int = 0) -> Iterator[tuple[list[Any], tuple[list[bytes], list[list[int]]]]]:
     """(chunk, its digests and band keys) in input order, computed on `workers` processes."""
     from skyeval.curation.streams import map_chunks
 
-    return map_chunks(_chunk_keys, chunks, field, config, bands, band_rows, workers=workers)
+    return map_chunks(_chunk_keys, chunks, fields, on, config, bands, band_rows, workers=workers)
 
-def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str | None = None,
-          config: DedupConfig | None = None, format: str = "jsonl", workers: int = 0,
-          chunk_rows: int = 2000) -> dict[str, Any]:
+
+def default_part(row: dict[str, Any], fields: list[str]) -> str:
+    """`conversation` for rows that hold a response (a conversation, a sample), else `prompt`."""
+    from skyeval.curation.conversations import has_response
+
+    return "conversation" if has_response(row, fields) else "prompt"
+
+
+def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, fields: list[str] | None = None,
+          on: str | None = None, config: DedupConfig | None = None, format: str = "jsonl", workers: int = 0,
+          chunk_rows: int = 2000, progress: str | None = None) -> dict[str, Any]:
     """Stream `source` into `out_dir/kept.<format>` and `out_dir/duplicates.<format>`, and
-    write `out_dir/report.json` (rows in, kept, exact and near duplicates, clusters)."""
+    write `out_dir/report.json` (rows in, kept, exact and near duplicates, clusters),
+    comparing part `on` of `fields` (defaults: `conversations.default_fields` and
+    `default_part` of the first row). `progress` names a bar shown on a terminal."""
     import time
     from itertools import chain
     from pathlib import Path
 
     from datasketch import MinHashLSH
 
-    from skyeval.curation.streams import RowWriter, as_dict, default_fields, read_chunks
+    from skyeval.curation.conversations import default_fields
+    from skyeval.curation.streams import RowWriter, as_dict, read_chunks
+    from skyeval.envs.local import progress_bar
     from skyeval.results import write_json
 
     config = config or DedupConfig()
     start = time.perf_counter()
     chunks = read_chunks(source, chunk_rows)
     first = next(chunks, [])
-    field = field or (default_fields(first[0])[0] if first else "problem")
+    fields = fields or (default_fields(as_dict(first[0])) if first else ["problem"])
+    on = on or (default_part(as_dict(first[0]), fields) if first else "prompt")
     tuned = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm)  # datasketch's (bands, rows) choice
     seen: dict[bytes, int] = {}  # digest of a kept text -> its position
     buckets: dict[int, int] = {}  # band key of a kept row -> its position
     out = Path(out_dir)
     position = exact = near = 0
     clusters: set[int] = set()
-    with RowWriter(out / f"kept.{format}", format) as kept, RowWriter(out / f"duplicates.{format}", format) as dups:
-        for chunk, (digests, keys) in stream_keys(chain([first], chunks) if first else iter(()), field, config,
+    with RowWriter(out / f"kept.{format}", format) as kept, RowWriter(out / f"duplicates.{format}", format) as dups, \
+            progress_bar(progress, None, unit="row") as bar:
+        for chunk, (digests, keys) in stream_keys(chain([first], chunks) if first else iter(()), fields, on, config,
                                                   tuned.b, tuned.r, workers):
+            bar.update(len(chunk))
             keep, duplicates = [], []
             for row, digest, row_keys in zip(chunk, digests, keys):
                 original, kind = seen.get(digest), "exact"
@@ -170,7 +211,7 @@ def dedup(source: str | os.PathLike, out_dir: str | os.PathLike, *, field: str |
             kept.write_many(keep)
             dups.write_many(duplicates)
     seconds = time.perf_counter() - start
-    report = {"source": str(source), "field": field, "rows_in": position, "kept": position - exact - near,
+    report = {"source": str(source), "fields": fields, "on": on, "rows_in": position, "kept": position - exact - near,
               "exact_duplicates": exact, "near_duplicates": near, "clusters_with_duplicates": len(clusters),
               "threshold": config.threshold, "num_perm": config.num_perm, "shingle": config.shingle,
               "seconds": round(seconds, 3), "rows_per_second": round(position / seconds) if seconds else None}

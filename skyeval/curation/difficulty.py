@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skyeval.backends.base import SamplingParams, ScalingConfig
-from skyeval.curation.llm import complete
+from skyeval.curation.llm import Completions, complete
 
 DIFFICULTY_RUBRIC = """Rate the difficulty of the math problem on a scale from 1 to 10:
 1-2: one or two arithmetic steps (grade-school word problems, GSM8K).
@@ -34,10 +34,12 @@ class DifficultyParseError(ValueError):
 @dataclass
 class DifficultyResult:
     """`labeled`: problems with `difficulty` (int 1-10) and `difficulty_reply`;
-    `failures`: problems whose reply had no rating, or whose request failed."""
+    `failures`: problems whose reply had no rating, or whose request failed; `completions`:
+    what was sent and what came from the cache."""
 
     labeled: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    completions: Completions = field(default_factory=Completions)
 
 
 def parse_difficulty(reply: str) -> int:
@@ -65,14 +67,17 @@ def label_difficulty(
     sampling: SamplingParams | None = None,
     scaling: ScalingConfig | None = None,
     rubric: str = DIFFICULTY_RUBRIC,
+    cache: Any = None,
+    progress: str | None = None,
 ) -> DifficultyResult:
-    """Ask the model of `model_config` to rate each problem (`id`, `question`)."""
+    """Ask the model of `model_config` to rate each problem (`id`, `question`); `cache` is
+    a `JudgeCache` or its folder (None: no cache, see `skyeval.curation.llm.complete`)."""
     by_id = {str(p["id"]): p for p in problems}
-    results = complete(model_config, {k: difficulty_prompt(p, rubric) for k, p in by_id.items()},
-                       sampling or SamplingParams(max_tokens=256), scaling)
     out = DifficultyResult()
+    out.completions = complete(model_config, {k: difficulty_prompt(p, rubric) for k, p in by_id.items()},
+                               sampling or SamplingParams(max_tokens=256), scaling, cache=cache, progress=progress)
     for key, problem in by_id.items():
-        result = results[key]
+        result = out.completions.results[key]
         base = {"id": problem["id"], "question": problem["question"]}
         if not result.ok:
             out.failures.append({**base, "error_type": result.error_type, "message": result.error, "reply": None})

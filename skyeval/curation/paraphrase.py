@@ -22,7 +22,9 @@ the benchmark problems.
 
 Problems with fewer than `MIN_FEATURES` words or no quantity (a one-line "Simplify
 $\\sqrt{242}$") are left to the n-gram check: a paraphrase of them is not told apart from
-chance.
+chance. A problem found under several names (the same normalized text, as ASDiv and MAWPS
+share problems, or MMLU-STEM's questions in MMLU once its `Answer Choices:` header is set
+aside: `problem_key`) is indexed once; `same_problems` lists them all.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from itertools import repeat
 from typing import TYPE_CHECKING
 
@@ -162,18 +165,7 @@ def quantities(text: str) -> set[str]:
             if start > 1 and (text[start - 2].isalnum() or text[start - 2] in "._"):
                 continue
             number = "." + _LEADING_DIGITS.match(number).group()
-        number = number.replace(",", "")
-        whole, _, decimals = number.partition(".")
-        if not (denominator or percent or len(decimals) > 6):  # 1200, 2.50: written as number_text would
-            decimals = decimals.rstrip("0")
-            found.add(f"{int(whole or 0)}.{decimals}" if decimals else str(int(whole or 0)))
-        else:
-            value = Fraction(number)
-            if denominator and int(denominator):
-                value /= int(denominator)
-            found.add(number_text(value))
-            if percent:
-                found.add(number_text(value / 100))
+        found.update(_number_quantities(number, denominator, percent is not None))
     if not text.isascii():
         found.update(number_text(_GLYPHS[glyph]) for glyph in _GLYPH.findall(text))
     words = text.encode().translate(_LETTER_RUNS).decode().split()
@@ -196,6 +188,20 @@ def quantities(text: str) -> set[str]:
     if pending is not None:
         found.add(number_text(pending))
     return found
+
+
+@lru_cache(maxsize=1 << 16)
+def _number_quantities(number: str, denominator: str | None, percent: bool) -> tuple[str, ...]:
+    """The quantities of one number as `quantities` reads it (remembered: texts repeat their numbers)."""
+    number = number.replace(",", "")
+    whole, _, decimals = number.partition(".")
+    if not (denominator or percent or len(decimals) > 6):  # 1200, 2.50: written as number_text would
+        decimals = decimals.rstrip("0")
+        return (f"{int(whole or 0)}.{decimals}" if decimals else str(int(whole or 0)),)
+    value = Fraction(number)
+    if denominator and int(denominator):
+        value /= int(denominator)
+    return (number_text(value), number_text(value / 100)) if percent else (number_text(value),)
 
 
 def _variants(word: str) -> list[str]:
@@ -228,6 +234,15 @@ def combine(words, focus, numbers, extra, trusted):  # floats, or numpy arrays o
     return words * np.minimum(1.0, focus / FOCUS) ** 2 * numbers ** 2 * trusted * (1 - EXTRA * extra)
 
 
+def problem_key(text: str) -> str:
+    """What makes two benchmark problems the same problem: their normalized text, the
+    multiple-choice header `Answer Choices:` set aside (the Qwen2.5-Math harness writes
+    MMLU's questions with it, MMLU's own copy without)."""
+    from skyeval.curation.normalize import normalize
+
+    return normalize(text).replace(" answer choices a ", " a ", 1)
+
+
 @dataclass
 class ParaphraseMatch:
     """A row's best paraphrase candidate: the problem's index and the score's parts."""
@@ -256,8 +271,14 @@ class ParaphraseIndex:
     problem_quantities: list[dict[str, float]]  # per problem: quantity -> weight ({}: not indexed)
     quantity_weights: dict[str, float]  # every problem quantity -> its idf (others: `unknown_weight`)
     unknown_weight: float  # the idf of a quantity of no problem
+    duplicates: dict[int, list[int]] = field(default_factory=dict)  # indexed problem -> the same problem's
+    # other indices (`problem_key`; those are not indexed themselves)
     cache: dict[str, int] = field(default_factory=dict, repr=False)  # token -> word feature id or -1
     token_features: "np.ndarray | None" = None  # vocabulary id -> word feature id or -1 (extend_vocabulary)
+
+    def same_problems(self, problem: int) -> list[int]:
+        """The indices of a matched problem and of every other copy of it (`problem_key`)."""
+        return [problem, *self.duplicates.get(problem, ())]
 
     def extend_vocabulary(self, vocab: dict[str, int]) -> None:
         """Add to `vocab` (token -> id, the n-gram index's) the inflections and synonyms of
@@ -281,40 +302,51 @@ class ParaphraseIndex:
     @classmethod
     def build(cls, texts: list[str], *, threshold: float = DEFAULT_THRESHOLD, max_df: float = MAX_DF,
               min_features: int = MIN_FEATURES) -> "ParaphraseIndex":
+        """The index of `texts` (a problem's index is its position); a problem whose
+        `problem_key` an earlier one has is indexed through that one (`same_problems`), and
+        idf counts distinct problems."""
         import numpy as np
         import scipy.sparse
 
         if not 0 < threshold <= 1:
             raise ValueError(f"paraphrase threshold must be in (0, 1], got {threshold}")
-        per_problem = [features(t) for t in texts]
-        per_quantities = [quantities(t) for t in texts]
+        first: dict[str, int] = {}
+        duplicates: dict[int, list[int]] = {}
+        for problem, text in enumerate(texts):
+            seen = first.setdefault(problem_key(text), problem)
+            if seen != problem:
+                duplicates.setdefault(seen, []).append(problem)
+        distinct = sorted(first.values())
+        per_problem = {p: features(texts[p]) for p in distinct}
+        per_quantities = {p: quantities(texts[p]) for p in distinct}
         count = len(texts)
         df: dict[str, int] = {}
-        for fs, qs in zip(per_problem, per_quantities):
-            for f in fs | {"#" + q for q in qs}:
+        for problem in distinct:
+            for f in per_problem[problem] | {"#" + q for q in per_quantities[problem]}:
                 df[f] = df.get(f, 0) + 1
-        idf = {f: math.log((count + 1) / (n + 0.5)) for f, n in df.items()}
-        unit = math.log((count + 1) / 1.5)  # the idf of a feature of one problem alone
-        rare = max(2, min(int(max_df * count), MAX_POSTINGS))  # a word of more problems is common
+        idf = {f: math.log((len(distinct) + 1) / (n + 0.5)) for f, n in df.items()}
+        unit = math.log((len(distinct) + 1) / 1.5)  # the idf of a feature of one problem alone
+        rare = max(2, min(int(max_df * len(distinct)), MAX_POSTINGS))  # a word of more problems is common
         kept = sorted(f for f in df if f[0] != "#")  # words (quantities are "#" + their text)
         feature_ids = {f: i for i, f in enumerate(kept)}
         word_weights = np.array([idf[f] for f in kept], dtype=np.float32)
         is_rare = np.array([df[f] <= rare for f in kept], dtype=bool)
-        rows, cols, retrieved, problem_quantities = [], [], [], []
+        rows, cols, retrieved = [], [], []
+        problem_quantities: list[dict[str, float]] = [{} for _ in texts]
         totals = np.full(count, np.inf, dtype=np.float32)
         trusts = np.zeros(count, dtype=np.float32)
-        for problem, (fs, qs) in enumerate(zip(per_problem, per_quantities)):
+        for problem in distinct:
+            fs, qs = per_problem[problem], per_quantities[problem]
             ids = sorted((feature_ids[f] for f in fs), key=lambda i: (-word_weights[i], i))  # rarest first
             if len(ids) < min_features or not qs:
-                problem_quantities.append({})
                 continue
-            problem_quantities.append({q: idf["#" + q] for q in sorted(qs)})  # sums in one order: run to run
+            problem_quantities[problem] = {q: idf["#" + q] for q in sorted(qs)}  # sums in one order: run to run
             rows.extend(ids)
             cols.extend([problem] * len(ids))
             # its rare words, and its `RETRIEVAL_WORDS` rarest ones whatever their count, retrieve it
             retrieved.extend(is_rare[i] or rank < RETRIEVAL_WORDS for rank, i in enumerate(ids))
             totals[problem] = word_weights[ids].sum()
-            trusts[problem] = trust(problem_quantities[-1], totals[problem], unit)
+            trusts[problem] = trust(problem_quantities[problem], totals[problem], unit)
         rows_a, cols_a = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
         rare_entry = np.array(retrieved, dtype=bool)
         shape = (len(kept), count)
@@ -326,11 +358,12 @@ class ParaphraseIndex:
         rare_totals = np.asarray(retrieval.sum(axis=0), dtype=np.float32).ravel()
         quantity_weights = {f[1:]: w for f, w in idf.items() if f[0] == "#"}
         return cls(threshold, feature_ids, word_weights, retrieval, common, totals, common_totals, rare_totals, trusts,
-                   problem_quantities, quantity_weights, math.log((count + 1) / 0.5))
+                   problem_quantities, quantity_weights, math.log((len(distinct) + 1) / 0.5), duplicates)
 
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "features": len(self.feature_ids),
-                "problems_indexed": sum(1 for q in self.problem_quantities if q)}
+                "problems_indexed": sum(1 for q in self.problem_quantities if q),
+                "same_problem_copies": sum(map(len, self.duplicates.values()))}
 
     def _cached_feature_id(self, token: str) -> int:
         found = self._word_feature_id(token)

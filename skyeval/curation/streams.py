@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from skyeval.curation.conversations import EmptyRowError
 from skyeval.errors import DataNotFoundError
 from skyeval.results import RunFolder, dumps
 
 FORMATS = ("jsonl", "parquet")
-DEFAULT_FIELDS = ("problem", "question", "prompt", "text")  # the first present is checked
 
 
 def read_chunks(source: str | os.PathLike, chunk_rows: int = 2000) -> Iterator[list[Any]]:
@@ -56,14 +56,20 @@ def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, 
     """(chunk, `fn(chunk, *args)`) in input order. `workers` processes work in parallel (0: one
     per core; 1: in this process); at most 2 chunks per worker are in flight. The workers
     never run the caller's main module (`skyeval.scorers.workers`): `fn` and `initializer`
-    may be defined there (a script, a notebook) or in a module, and must be picklable. `fn` raising is re-raised here; a worker that dies is
-    an InfrastructureError."""
+    may be defined there (a script, a notebook) or in a module, and must be picklable. `fn`
+    raising is re-raised here (an `EmptyRowError` with the row's position in the whole
+    input); a worker that dies is an InfrastructureError."""
     workers = workers or os.cpu_count() or 1
+    start = 0  # rows before the chunk
     if workers == 1:
         if initializer is not None:
             initializer(*initargs)
         for chunk in chunks:
-            yield chunk, fn(chunk, *args)
+            try:
+                yield chunk, fn(chunk, *args)
+            except EmptyRowError as err:
+                raise err.at(start) from None
+            start += len(chunk)
         return
     import queue
     import threading
@@ -98,19 +104,20 @@ def map_chunks(fn: Callable[..., Any], chunks: Iterable[list[Any]], *args: Any, 
         pending: deque = deque()
 
         def answer() -> tuple[list[Any], Any]:
-            chunk, worker = pending.popleft()
+            chunk, worker, first = pending.popleft()
             try:
                 ok, value = worker.conn.recv()
             except (EOFError, OSError):
                 raise InfrastructureError(f"a chunk worker died (exit code {worker.process.wait()})") from None
             if not ok:
-                raise value
+                raise value.at(first) if isinstance(value, EmptyRowError) else value
             return chunk, value
 
         for number, chunk in enumerate(chunks):
             worker = pool[number % workers]  # round robin: a worker's answers come back in its order
             outboxes[number % workers].put(chunk)
-            pending.append((chunk, worker))
+            pending.append((chunk, worker, start))
+            start += len(chunk)
             if len(pending) >= 2 * workers:
                 yield answer()
         while pending:
@@ -143,16 +150,6 @@ def _map_worker(conn: Any, fn: Callable[..., Any], args: tuple, initializer: Cal
 
 def as_dict(row: Any) -> dict[str, Any]:
     return json.loads(row) if isinstance(row, str) else row
-
-
-def default_fields(first_row: Any) -> list[str]:
-    """The problem field of an input: the first of DEFAULT_FIELDS its first row has."""
-    row = as_dict(first_row)
-    for name in DEFAULT_FIELDS:
-        if name in row:
-            return [name]
-    raise DataNotFoundError(f"rows have none of the fields {', '.join(DEFAULT_FIELDS)} "
-                            f"(they have {', '.join(sorted(row))}): name one with --fields")
 
 
 class RowWriter:

@@ -50,7 +50,7 @@ def blocks_of(rows: list[dict[str, Any]], size: int = BLOCK_ROWS) -> list["pa.Ta
 
 class LocalDataset:
     """A small Dataset in this process, with the Ray Data methods the Python API uses:
-    `limit`, `map_batches`, `filter`, `groupby(...).max/min/sum/mean/count/map_groups`,
+    `limit`, `map_batches`, `filter`, `select_columns`, `groupby(...).max/min/sum/mean/count/map_groups`,
     `take`, `take_all`, `count`, `sum`, `mean`, `min`, `max`, `iter_rows`,
     `iter_batches`, `to_pandas`, `materialize`, `columns`."""
 
@@ -95,7 +95,7 @@ class LocalDataset:
             call = fn(*fn_constructor_args, **(fn_constructor_kwargs or {})) if isinstance(fn, type) else fn
             size = 1024 if batch_size == "default" else batch_size
             out = []
-            with _bar(progress, sum(block.num_rows for block in blocks)) as bar:
+            with progress_bar(progress, sum(block.num_rows for block in blocks)) as bar:
                 for batch in _rebatch(blocks, size):
                     out.append(_to_arrow(call(_batch_as(batch, batch_format), *fn_args, **(fn_kwargs or {}))))
                     bar.update(batch.num_rows)
@@ -114,6 +114,9 @@ class LocalDataset:
             return out
 
         return self._then(step)
+
+    def select_columns(self, cols: list[str]) -> "LocalDataset":
+        return self._then(lambda blocks: [block.select(cols) for block in blocks])
 
     def groupby(self, key: str) -> "LocalGroupedData":
         return LocalGroupedData(self, key)
@@ -246,14 +249,19 @@ class _NoBar:
     def update(self, count: int) -> None:
         pass
 
+    def close(self) -> None:
+        pass
 
-def _bar(name: str | None, total: int) -> Any:
-    """A tqdm bar like the CLI's (`skyeval.run.recorder.Progress`) on a terminal, else nothing."""
+
+def progress_bar(name: str | None, total: int | None, unit: str | None = None) -> Any:
+    """A tqdm bar like the CLI's (`skyeval.run.recorder.Progress`) on a terminal (stderr),
+    else nothing; a context manager with `update(count)`."""
     if name is None or not sys.stderr.isatty():
         return _NoBar()
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=name, unit="problem" if name == "generate" else "sample", dynamic_ncols=True)
+    unit = unit or ("problem" if name == "generate" else "sample")
+    return tqdm(total=total, desc=name, unit=unit, dynamic_ncols=True)
 
 
 def _rebatch(blocks: list["pa.Table"], size: int | None) -> Iterator["pa.Table"]:

@@ -54,9 +54,10 @@ class Judgement:
 
 
 class JudgeCache:
-    """Judge replies by request key, in memory and, given a `folder`, in JSON lines
-    there (`cache*.jsonl`: read at start, appended to as replies arrive, so an interrupted
-    run keeps what it paid for). `name` is this process's own file (shards write apart)."""
+    """Model replies by request key (the judge's, and those of curation's model steps:
+    `skyeval.curation.llm.complete`), in memory and, given a `folder`, in JSON lines there
+    (`cache*.jsonl`: read at start, appended to as replies arrive, so an interrupted run
+    keeps what it paid for). `name` is this process's own file (shards write apart)."""
 
     def __init__(self, folder: str | Path | None = None, name: str = "cache.jsonl") -> None:
         self.entries: dict[str, dict[str, Any]] = {}

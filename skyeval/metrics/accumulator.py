@@ -276,14 +276,22 @@ class MetricsAccumulator:
                 self.finished_score += exact(score)
         if completion is None or reason is None:
             self.without_tokens += 1
-        if completion is not None:
-            completion = int(completion)
-            self.completion.counts[completion] += 1
-            if reason == "stop":
-                for b in self.budgets:
-                    if completion <= b:
-                        self.budget_score[b] += exact(score)
-                        self.budget_finished[b] += 1
+        if completion is not None and reason == "stop":
+            for b in self.budgets:
+                if int(completion) <= b:
+                    self.budget_score[b] += exact(score)
+                    self.budget_finished[b] += 1
+        self._add_tokens(usage)
+
+    def add_usage(self, record: dict[str, Any]) -> None:
+        """The token counts (`usage`) of a sample generated but not scored here (the
+        `generate` stage): `tokens_summary` counts them, nothing else does."""
+        if self._in_run(record):
+            self._add_tokens(record.get("usage") or {})
+
+    def _add_tokens(self, usage: dict[str, Any]) -> None:
+        if usage.get("completion_tokens") is not None:
+            self.completion.counts[int(usage["completion_tokens"])] += 1
         if usage.get("reasoning_tokens") is not None:
             self.reasoning.counts[int(usage["reasoning_tokens"])] += 1
         if usage.get("prompt_tokens") is not None:
@@ -506,6 +514,27 @@ class MetricsAccumulator:
             done._fold(pid, samples)
         return done
 
+    def tokens_summary(self) -> dict[str, Any] | None:
+        """`metrics.tokens` of summary.json: completion, reasoning and prompt token totals and
+        distributions (None when no sample reported any)."""
+        tokens = {"completion": self.completion.summary(), "reasoning": self.reasoning.summary(),
+                  "prompt": {"samples": self.prompt_samples, "total": self.prompt_tokens} if self.prompt_samples
+                  else None}
+        if not any(tokens.values()):
+            return None
+        out = {k: v for k, v in tokens.items() if v is not None}
+        if self.estimated_samples:  # shares of a total reported for several samples (docs/metrics.md)
+            out["estimated_samples"] = self.estimated_samples
+        return out
+
+    def summary_for(self, stage: str) -> dict[str, Any]:
+        """The `metrics` of summary.json after `stage`: `summary()`, or after `generate`
+        (nothing scored) only the token totals."""
+        if stage != "generate":
+            return self.summary()
+        tokens = self.tokens_summary()
+        return {"tokens": tokens} if tokens else {}
+
     def summary(self) -> dict[str, Any]:
         """The `metrics` section of summary.json (docs/metrics.md defines each number)."""
         done = self._closed()
@@ -539,13 +568,9 @@ class MetricsAccumulator:
                 out["intervals"][name] = {"value": found.value, "se": found.se, "ci95": [found.low, found.high],
                                           "n": samples.get(name, self.n), "problems": found.problems,
                                           "effective_samples": round(found.effective, 2)}
-        tokens = {"completion": done.completion.summary(), "reasoning": done.reasoning.summary(),
-                  "prompt": {"samples": done.prompt_samples, "total": done.prompt_tokens} if done.prompt_samples
-                  else None}
-        if any(tokens.values()):
-            out["tokens"] = {k: v for k, v in tokens.items() if v is not None}
-            if done.estimated_samples:  # shares of a total reported for several samples (docs/metrics.md)
-                out["tokens"]["estimated_samples"] = done.estimated_samples
+        tokens = done.tokens_summary()
+        if tokens:
+            out["tokens"] = tokens
         if self.budgets and done.scored and not done.without_tokens:
             out["budget_curve"] = {
                 "estimate": f"from one run at max_tokens={self.max_tokens}: at budget b a sample counts as correct "

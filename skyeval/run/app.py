@@ -23,7 +23,7 @@ from skyeval.errors import ConfigError, SkyevalError
 from skyeval.paths import CONF_DIR
 from skyeval.results import KINDS, RunFolder, Shard, content_hash, read_json, write_json
 from skyeval.run import merge, pipeline, resume, trackers
-from skyeval.run.cost import estimate, run_cost
+from skyeval.run.cost import earlier_length, estimate, run_cost
 from skyeval.run.logs import announce, plural, setup_logging, to_files
 from skyeval.run.preflight import check_model
 from skyeval.run.provenance import describe_run
@@ -205,8 +205,7 @@ def _execute(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerpri
             **redact(describe_run()),
             "config": redact(config.to_dict()),
         }
-        if stage != "generate":
-            summary["cost"] = run_cost(summary, config.model_config.billed_price)
+        summary["cost"] = run_cost(summary, config.model_config.billed_price)
         if outcome.interrupted and outcome.lost is None and received() is not None:
             summary["stopped_by"] = f"{received().name} (kill, timeout or SLURM's scancel)"
         if shard.active:
@@ -364,16 +363,22 @@ def dry_run(config: RunConfig, env: Env, folder: RunFolder, identity: Fingerprin
 
     problems = env.iter_problems(on_error=lambda index, err: None, on_bad_gold=lambda problem, why: None,
                                  judged=judged(config))  # what the run would send: bad golds are left out
-    report = estimate(env, problems, sampling, config.model_config, wanted)
+    earlier_run = earlier_length(config.logging.results_dir, config.model_config.model_source, env.name)
+    report = estimate(env, problems, sampling, config.model_config, wanted, earlier_run)
     how = report["prompt_tokens_counted_with"] + (", an estimate" if report["prompt_tokens_estimated"] else "")
     done = f"; {folder.path} has the rest" if earlier is not None and not earlier.empty else ""
     lines = [f"dry run: {env.name} with {env.model_source}: nothing is sent",
              f"  to send: problems {report['problems']:,}, samples {report['samples']:,}{done}",
              f"  prompt tokens {report['prompt_tokens']:,} per pass, {report['prompt_tokens_sent']:,} sent at most ({how})",
              f"  completion tokens at most {report['max_completion_tokens']:,} (max_tokens {sampling.max_tokens} x samples)"]
+    if report["expected_completion_tokens"] is not None:
+        lines.append(f"  completion tokens expected ~{report['expected_completion_tokens']:,}, from "
+                     f"{report['expected_from']}")
     if report["worst_case_cost"] is not None:
         basis = " (the Batch API's price)" if report["price"] != config.model_config.price else ""
-        lines.append(f"  worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens{basis}")
+        expected = f"expected cost ${report['expected_cost']:,.2f}, " if report["expected_cost"] is not None else ""
+        lines.append(f"  {expected}worst-case cost ${report['worst_case_cost']:,.2f} at {report['price']} $/M tokens"
+                     f"{basis}")
     else:
         lines.append("  cost: set model_config.price={input: $/M, output: $/M} to see it")
     if report["first_prompt"] is not None:

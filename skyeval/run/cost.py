@@ -9,12 +9,19 @@ once and counts the prompt tokens of what is still to send:
 and says which in `prompt_tokens_counted_with` (`prompt_tokens_estimated` is True unless
 the model's own tokenizer counted them). With `model_config.price` ({input, output} in
 dollars per million tokens; `openai_batch` charges its `billed_price`, by default half of it)
-it adds the worst case: every sample sends its prompt and generates `max_tokens`.
+it adds the worst case: every sample sends its prompt and generates `max_tokens`, and the
+expected cost: every sample generates the typical length (`expected_completion_tokens`,
+capped at `max_tokens`): the mean completion tokens of an earlier run of the same model
+(`earlier_length`: its summary.json; on the same benchmark first), else of the benchmark's
+gold solutions (counted like the prompts: a reasoning model writes several times more).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
@@ -23,19 +30,26 @@ MESSAGE_OVERHEAD = 3  # tokens OpenAI's chat format adds per message (and once f
 
 
 def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_config: Any,
-             wanted: Callable[[dict[str, Any]], int] | None = None) -> dict[str, Any]:
-    """Counts (and worst-case cost) of sending `problems` with `sampling` to the model.
-    `wanted(problem)` is how many of its samples are still to send (default all n: a
-    resumed folder's finished samples are not sent again); `first_prompt` is the first
-    prompt that would be sent, rendered."""
+             wanted: Callable[[dict[str, Any]], int] | None = None,
+             earlier: tuple[float, str] | None = None) -> dict[str, Any]:
+    """Counts (and worst-case and expected cost) of sending `problems` with `sampling` to
+    the model. `wanted(problem)` is how many of its samples are still to send (default all
+    n: a resumed folder's finished samples are not sent again); `first_prompt` is the first
+    prompt that would be sent, rendered. `earlier` is (mean completion tokens, where they
+    were measured) of an earlier run of the model (`earlier_length`); without it the
+    expected length is the gold solutions' mean (None when the problems have none)."""
     count, method, exact = prompt_counter(model_config)
     fans_out = getattr(model_config, "fan_out_n", None) is not False
     n_problems = samples = prompt_tokens = sent = 0
+    solutions = solution_tokens = 0
     first_prompt = None
     for problem in problems:
         todo = sampling.n if wanted is None else wanted(problem)
         if not todo:
             continue
+        if earlier is None and isinstance(problem.get("solution"), str) and problem["solution"].strip():
+            solutions += 1
+            solution_tokens += count(problem["solution"])
         item = problem if "prompt" in problem else env.apply_prompt_template_on_item(problem)
         tokens = count(item["prompt"])
         first_prompt = item["prompt"] if first_prompt is None else first_prompt
@@ -56,9 +70,41 @@ def estimate(env: Any, problems: Iterable[dict[str, Any]], sampling: Any, model_
         "max_completion_tokens": samples * sampling.max_tokens,
         "price": getattr(model_config, "billed_price", None),  # a batch backend's discount applied
         "worst_case_cost": None,
+        "expected_completion_tokens": None,
+        "expected_from": None,
+        "expected_cost": None,
     }
     report["worst_case_cost"] = actual_cost(report["prompt_tokens_sent"], report["max_completion_tokens"], report["price"])
+    typical = earlier or ((solution_tokens / solutions, f"the mean length of {solutions:,} gold solutions of the "
+                           "benchmark (a reasoning model writes several times more)") if solutions else None)
+    if typical is not None:
+        per_sample = min(typical[0], sampling.max_tokens)
+        report["expected_completion_tokens"] = round(per_sample * samples)
+        report["expected_from"] = typical[1]
+        report["expected_cost"] = actual_cost(sent, report["expected_completion_tokens"], report["price"])
     return report
+
+
+def earlier_length(results_dir: str | os.PathLike, model_source: str, env_name: str | None = None
+                   ) -> tuple[float, str] | None:
+    """(mean completion tokens per sample, which run they come from) of the newest finished
+    run of `model_source` under `results_dir` that reported token counts, a run of
+    `env_name` first; None when there is none. Reads the summary.json of each run folder
+    directly under `results_dir`."""
+    found = []
+    for path in Path(results_dir).glob("*/summary.json"):
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+            mean = summary["metrics"]["tokens"]["completion"]["mean"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if summary.get("model") == model_source and mean:
+            found.append((summary.get("env") == env_name, path.stat().st_mtime, float(mean), path.parent,
+                          summary.get("env")))
+    if not found:
+        return None
+    _, _, mean, folder, env = max(found)
+    return mean, f"the mean completion length of an earlier run of this model on {env} ({folder})"
 
 
 def actual_cost(prompt_tokens: int, completion_tokens: int, price: dict[str, float] | None) -> float | None:

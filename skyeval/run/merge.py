@@ -191,7 +191,7 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         "failures_by_stage": dict(by_stage),
         "records": {k: sum((s.get("records") or {}).get(k, 0) for s in states)
                     for k in ("unreadable_lines", "outside_selection")},
-        "metrics": metrics.summary() if base["stage"] != "generate" else {},
+        "metrics": metrics.summary_for(base["stage"]),
         "scoring": {**{k: v for k, v in (base.get("scoring") or {}).items()
                        if k not in ("grading", "passed_by_tolerance")},
                     **metrics.grading_summary()},
@@ -208,9 +208,9 @@ def merged_summary(states: list[dict[str, Any]]) -> dict[str, Any]:
         from skyeval.backends.openai_batch import merged_describe
 
         summary["backend"] = merged_describe([s["backend"] for s in states])
-    if base["stage"] != "generate":  # at the price the shards billed (a batch API's discount applied)
-        billed = next((s["cost"]["price"] for s in states if s.get("cost")), config["model_config"].get("price"))
-        summary["cost"] = run_cost(summary, billed)
+    # at the price the shards billed (a batch API's discount applied)
+    billed = next((s["cost"]["price"] for s in states if s.get("cost")), config["model_config"].get("price"))
+    summary["cost"] = run_cost(summary, billed)
     if any(s.get("grading") for s in states):
         summary["grading"] = merged_grading([s["grading"] for s in states if s.get("grading")], metrics.graded_by)
     if base.get("tools"):  # a turn loop's counts: the merged metrics', or for generate the shards' added

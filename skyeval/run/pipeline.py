@@ -151,7 +151,7 @@ class _Pipeline:
         self.on_workers = stage != "score" and hasattr(env.backend, "generate_recorded")
         self.recorder = Recorder(folder, shard, self.outcome.metrics, self.progress,
                                  shared=shard.active or self.on_workers, track_keys=not self.earlier.empty,
-                                 summary_dir=summary_dir)
+                                 summary_dir=summary_dir, count_generated_tokens=stage == "generate")
         self.summary_dir = summary_dir
         if stage == "score":
             self.recorder.scores = PartWriter(self.staging, shard.prefix + "part")
@@ -511,7 +511,7 @@ class _Pipeline:
         if outcome.interrupted:  # the problems not reached count too: their samples are missing
             outcome.problems = max(outcome.problems, self.selection_size())
         outcome.samples = outcome.problems * self.n
-        outcome.metrics_summary = outcome.metrics.summary() if self.stage != "generate" else {}
+        outcome.metrics_summary = outcome.metrics.summary_for(self.stage)
         if self.judging is not None:
             outcome.grading = self.judging.summary(outcome.metrics.graded_by)
         self.recorder.close()

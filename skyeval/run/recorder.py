@@ -107,10 +107,12 @@ class Recorder:
     """The one place records are written and counted (thread-safe: the backend may pull
     requests, and scoring results arrive, on other threads). `write=False` counts a record
     a cluster worker wrote. `track_keys` keeps the written keys, as 8-byte hashes: only
-    needed to reconcile with what an earlier run left."""
+    needed to reconcile with what an earlier run left. `count_generated_tokens` counts the
+    token usage of generations (the `generate` stage: nothing is scored to count it)."""
 
     def __init__(self, folder: RunFolder, shard: Shard, metrics: MetricsAccumulator, progress: Progress,
-                 shared: bool, track_keys: bool, summary_dir: Path | None = None) -> None:
+                 shared: bool, track_keys: bool, summary_dir: Path | None = None,
+                 count_generated_tokens: bool = False) -> None:
         self.lock = threading.RLock()
         writer = shared_writer if shared else RunFolder.writer  # shared: shards or cluster workers write too
         self.generations = writer(folder, "generations", shard.prefix)
@@ -122,7 +124,7 @@ class Recorder:
             else PartWriter(summary_dir / "scores", "per_problem-part")
         self.metrics, self.progress = metrics, progress
         self.new_scored, self.new_failed, self.new_generated = array("Q"), array("Q"), array("Q")
-        self.track_keys = track_keys
+        self.track_keys, self.count_generated_tokens = track_keys, count_generated_tokens
         self.failures_by_stage: Counter = Counter()
 
     def record(self, kind: str, record: dict[str, Any], write: bool = True) -> None:
@@ -135,6 +137,8 @@ class Recorder:
                 self.generations.write(record)
             if self.track_keys:
                 self.new_generated.append(key_hash(key_of(record)))
+            if self.count_generated_tokens:
+                self.metrics.add_usage(record)
             self.progress.update(generated=1)
 
     def score(self, record: dict[str, Any], write: bool = True) -> None:

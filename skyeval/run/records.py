@@ -108,7 +108,7 @@ class SampleWriter:
             if kind == "failures":
                 notes.append({"kind": kind, **{k: v for k, v in record.items() if k != "prompt"}})
                 continue
-            notes.append({"kind": kind, "id": result.id, "sample_idx": result.sample_idx})
+            notes.append({"kind": kind, "id": result.id, "sample_idx": result.sample_idx, "usage": result.usage})
             if self.scorer is not None:
                 to_score.append({**problem, **{k: v for k, v in record.items() if k != "prompt"}})
         for row in to_score:

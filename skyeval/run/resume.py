@@ -225,7 +225,13 @@ def account(earlier: EarlierRecords, recorder: Recorder, members: KeySet, n: int
             if dropped and mine(path):
                 write_rows((r for r in read_jsonl(path) if key_of(r) not in stale_scored), path)
     elif stage == "generate" and not fresh:
-        outside += sum(not ours(key) and shard.owns(key[0]) for key in map(key_of, records(earlier.parts["generations"])))
+        for record in records(earlier.parts["generations"]):
+            key = key_of(record)
+            if not ours(key):
+                outside += shard.owns(key[0])
+            elif key not in new_generated:  # an earlier run's generation, reused: its tokens count
+                with recorder.lock:
+                    recorder.metrics.add_usage(record)
     if len(stale_generated):  # the old generation of a sample generated again
         for path in earlier.parts["generations"]:
             if mine(path) and any(replaced(r) for r in read_jsonl(path)):

@@ -187,9 +187,16 @@ def _run(conn: Connection, parent: int) -> None:
         target(conn, *args)
     except gone:
         pass  # nothing left to do
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting now: a late SIGTERM has nothing to stop
 
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
+    """SIGTERM: exit through Python's clean-up, once (a second SIGTERM while exiting, or one
+    during the interpreter's teardown, would print an "Exception ignored" traceback)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(0)
 
 

@@ -3,13 +3,16 @@
 Endpoints (non-streaming JSON only):
 
 - ``POST /v1/chat/completions`` and ``POST /v1/completions``: answered after ``latency``
-  seconds. Each choice's text is ``answer_template.format(number=N, index=I, seed=S)``
-  where ``N`` is the last integer in the prompt (0 if none), ``I`` the choice index and
-  ``S`` the request's seed; the default template gives ``"The answer is \\boxed{N}."``.
+  seconds. Each choice's text is ``answer_template.format(number=N, index=I, seed=S, prompt_hash=H)``
+  where ``N`` is the last integer in the prompt (0 if none), ``I`` the choice index,
+  ``S`` the request's seed and ``H`` 8 hex digits of the prompt's hash; the default template gives ``"The answer is \\boxed{N}."``.
   Usage counts whitespace-separated words (prompt, and all choices' completions).
 - ``answer_table``: ``{substring: answer}``; a prompt containing a substring is answered
   with its answer, taken literally (the first match, in table order); others with
   ``answer_template``. A scripted judge, or a model with known right and wrong answers.
+- ``answer_variants``: templates used instead of ``answer_template``, choice ``I`` of a
+  request with seed ``S`` taking variant ``(I + S) % len``: samples that differ as a
+  sampled model's do (``--answer-variant``, repeatable).
 - ``responder``: a function of the request body returning the answer text (in-process
   servers only): a scripted model that reads the whole conversation (tests/tools).
 - ``stop`` is honoured as vLLM does: an answer is cut before the first stop string it
@@ -106,6 +109,7 @@ class Settings:
     reject_params: list[str] = field(default_factory=list)
     answer_template: str = DEFAULT_ANSWER
     answer_table: dict[str, str] = field(default_factory=dict)
+    answer_variants: list[str] = field(default_factory=list)
     reasoning_template: str | None = None
     hidden_reasoning_tokens: int = 0
     finish_reason: str = "stop"
@@ -263,12 +267,15 @@ class FaultServer:
         text = _prompt_text(prompt)
         numbers = re.findall(r"-?\d+", text)
         n = 1 if self.settings.ignore_n else int(body.get("n") or 1)
-        values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"))
+        values = dict(number=numbers[-1] if numbers else 0, seed=body.get("seed"),
+                      prompt_hash=hashlib.sha256(text.encode()).hexdigest()[:8])
         scripted = next((answer for key, answer in self.settings.answer_table.items() if key in text), None)
         if self.settings.responder is not None:
             scripted = self.settings.responder(body)
-        answers = [scripted if scripted is not None else self.settings.answer_template.format(index=i, **values)
-                   for i in range(n)]
+        variants = self.settings.answer_variants
+        answers = [scripted if scripted is not None else
+                   (variants[(i + (values["seed"] or 0)) % len(variants)] if variants
+                    else self.settings.answer_template).format(index=i, **values) for i in range(n)]
         template = self.settings.reasoning_template if chat else None
         thoughts = [template.format(index=i, **values) if template else "" for i in range(n)]
         budget = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -400,11 +407,12 @@ def main() -> None:
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--ignore-n", action="store_true")
     parser.add_argument("--answer-template", default=DEFAULT_ANSWER)
+    parser.add_argument("--answer-variant", action="append", default=[], help="repeatable: see answer_variants")
     args = parser.parse_args()
     server = FaultServer(
         args.host, args.port, args.log, latency=args.latency, faults=args.fault,
         fail_fraction=args.fail_fraction, fail_status=args.fail_status,
-        ignore_n=args.ignore_n, answer_template=args.answer_template,
+        ignore_n=args.ignore_n, answer_template=args.answer_template, answer_variants=args.answer_variant,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

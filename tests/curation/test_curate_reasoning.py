@@ -3,19 +3,11 @@ folder: part files as the recorder writes them, with the reasoning split off).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.conftest import REPO
-
-
-def curate_main():
-    spec = importlib.util.spec_from_file_location("curate", REPO / "scripts" / "curate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+from tests.curation.conftest import curate_main
 
 
 @pytest.fixture
@@ -39,20 +31,20 @@ def read(path):
     return [json.loads(line) for line in path.open()]
 
 
-def test_sft_keeps_the_reasoning_by_default(run_dir, ray_session):
+def test_sft_keeps_the_reasoning_by_default(run_dir):
     main = curate_main()
     main(["sft", str(run_dir)])
     rows = read(run_dir / "curated" / "sft.jsonl")
-    assert [r["conversations"][-1]["value"] for r in rows] == [
+    assert [r["messages"][-1]["content"] for r in rows] == [
         "<think>\nAdd them. Then check twice, carefully.\n</think>\n\n\\boxed{2}", "<think>\nAdd.\n</think>\n\n\\boxed{2}"]
     (run_dir / "removed.jsonl").write_text(json.dumps({"id": "q1", "sample_idx": 1, "contamination": []}) + "\n")
     summary = main(["sft", str(run_dir), "--reasoning", "drop", "--out", str(run_dir / "drop.jsonl"),
-                    "--exclude", str(run_dir / "removed.jsonl")])
+                    "--exclude", str(run_dir / "removed.jsonl"), "--format", "sharegpt"])
     assert [r["conversations"][-1]["value"] for r in read(run_dir / "drop.jsonl")] == ["\\boxed{2}"]
     assert summary["steps"][1] == {"step": "excluded (removed.jsonl)", "rows_in": 3, "rows_kept": 2}
 
 
-def test_pairs_keep_the_reasoning_in_sky_t1_markers(run_dir, ray_session):
+def test_pairs_keep_the_reasoning_in_sky_t1_markers(run_dir):
     curate_main()(["pairs", str(run_dir), "--silc", "--reasoning", "sky_t1"])
     pairs = {p["kind"]: p for p in read(run_dir / "curated" / "pairs.jsonl")}
     chosen = pairs["shortest_longest"]["chosen"][0]["content"]
@@ -60,6 +52,7 @@ def test_pairs_keep_the_reasoning_in_sky_t1_markers(run_dir, ray_session):
     assert "Guess." in pairs["short_incorrect_long_correct"]["rejected"][0]["content"]
 
 
-def test_bad_think_tags_are_refused(run_dir):
-    with pytest.raises(SystemExit, match="think_tags"):
+def test_bad_think_tags_are_refused(run_dir, capsys):
+    with pytest.raises(SystemExit) as stop:
         curate_main()(["sft", str(run_dir), "--think-tags", "<think>"])
+    assert stop.value.code == 2 and "think_tags" in capsys.readouterr().err

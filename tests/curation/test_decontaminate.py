@@ -188,8 +188,9 @@ def test_cli_report_only_parquet_and_unknown_benchmark(tmp_path, data_dir):
 
 
 def test_a_run_folder_is_checked_on_its_prompts(index, tmp_path):
-    """A run folder's generations/ part files; the default field is `prompt` (its user turns),
-    which holds the templated problem: a benchmark problem is found inside it."""
+    """A run folder's generations/ part files; read as samples (`prompt` and `generation`),
+    checked on their prompt (the user turns), which holds the templated problem: a
+    benchmark problem is found inside it."""
     problem = problems("aime24")[5]["question"]
     (tmp_path / "run" / "generations").mkdir(parents=True)
     with (tmp_path / "run" / "generations" / "part-00000.jsonl").open("w") as fh:
@@ -199,7 +200,8 @@ def test_a_run_folder_is_checked_on_its_prompts(index, tmp_path):
             fh.write(json.dumps({"id": f"p{idx}", "sample_idx": 0, "prompt": prompt, "generation": "42"}) + "\n")
     report = decontaminate(tmp_path / "run", tmp_path / "out", index, workers=1)
     (removed,) = [json.loads(line) for line in (tmp_path / "out" / "removed.jsonl").open()]
-    assert report["fields"] == ["prompt"] and (removed["id"], removed["sample_idx"]) == ("p0", 0)
+    assert report["fields"] == ["prompt", "generation"] and report["on"] == "prompt"
+    assert (removed["id"], removed["sample_idx"]) == ("p0", 0)
     assert removed["contamination"][0]["benchmark"] == "aime24" and removed["contamination"][0]["match"] == "contains"
 
 

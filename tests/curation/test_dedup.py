@@ -100,7 +100,7 @@ def test_threshold_is_configurable_and_cli_writes_parquet(tmp_path):
     loose = dedup(tmp_path / "in.jsonl", tmp_path / "loose", config=DedupConfig(threshold=0.5), workers=1)
     strict = dedup(tmp_path / "in.jsonl", tmp_path / "strict", config=DedupConfig(threshold=0.95), workers=1)
     assert (loose["near_duplicates"], strict["near_duplicates"]) == (1, 0)
-    assert loose["field"] == "text"
+    assert (loose["fields"], loose["on"]) == (["text"], "prompt")
 
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "curate.py"), "dedup", str(tmp_path / "in.jsonl"),
                            "--out", str(tmp_path / "cli"), "--format", "parquet", "--threshold", "0.5",
@@ -111,3 +111,22 @@ def test_threshold_is_configurable_and_cli_writes_parquet(tmp_path):
 
     assert pq.read_table(tmp_path / "cli" / "kept.parquet").column("text").to_pylist() == [base, rows[2]["text"]]
     assert pq.read_table(tmp_path / "cli" / "duplicates.parquet").to_pylist()[0]["duplicate_of"] == 0
+
+
+def test_on_the_conversation_a_long_shared_prompt_never_makes_distinct_responses_alike(tmp_path):
+    """The same long prompt with two different short responses: two conversations (the
+    whole texts share ~90% of their shingles); the same response lightly edited: one."""
+    prompt = " ".join(f"word{i}" for i in range(300)) + " What is the total?"
+    steps = "First I add the first two numbers, then I add the third one to that sum, and I check the result " \
+            "against the question once more before I write it down, which gives"
+    responses = [f"{steps} 42.", "Counting backwards from the end gives 42.",
+                 f"{steps} 42 in the end."]  # the third: the first, lightly edited
+    rows = [{"messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": r}]}
+            for r in responses]
+    rows.append({"messages": [{"role": "user", "content": prompt + " Answer in words."},
+                              {"role": "assistant", "content": responses[0]}]})  # another prompt: kept
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = dedup(tmp_path / "in.jsonl", tmp_path / "out", config=DedupConfig(threshold=0.5), workers=1)
+    assert report["on"] == "conversation" and report["kept"] == 3 and report["near_duplicates"] == 1
+    (dup,) = [json.loads(line) for line in (tmp_path / "out" / "duplicates.jsonl").open()]
+    assert dup["messages"][1]["content"] == responses[2] and dup["duplicate_of"] == 0

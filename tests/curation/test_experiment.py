@@ -50,3 +50,20 @@ def test_numina_rejection_sampling_from_the_cli(tmp_path, data_dir):
     scores = read_jsonl(folder / "scores")
     assert {s["source"] for s in scores} >= {"amc_aime", "math", "olympiads"}
     assert all(s["keep"] and s["correctness"] == 1 and s["readability"] >= 0.5 for s in scores)
+
+
+@pytest.mark.parametrize("env, line", [
+    ("+env=gsm8k", "+env=gsm8k: +experiment=numina_rejection_sampling already selects an env (numina); to use gsm8k "
+                   "write env=gsm8k env._target_=skyeval.curation.rejection.GSM8KRejectionEnv (no +)"),
+    ("env=math500", "env=math500: +experiment=numina_rejection_sampling scores with "
+                    "skyeval.curation.rejection.NuminaRejectionEnv, made for numina; write env=math500 "
+                    "env._target_=skyeval.curation.rejection.MathRejectionEnv"),
+    ("env=humaneval", "define class YourEnv(RejectionSampling, HumanEvalEnv))"),
+])
+def test_an_env_after_an_experiment_is_one_line_saying_what_to_write(tmp_path, env, line):
+    """Hydra's "Multiple values for env. To override a value use 'override env: gsm8k'" for
+    +env, and a NuminaRejectionEnv reading another benchmark's file ("no problems") for env=."""
+    proc = run_cli("generate", EXPERIMENT, env, "env.limit=2", cwd=tmp_path, check=False)
+    (said,) = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and said.startswith(f"skyeval: error: {env}: ") and said.endswith(line)
+    assert not (tmp_path / "outputs").exists()

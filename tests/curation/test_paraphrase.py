@@ -39,7 +39,7 @@ def test_dev_set_reworded_and_distractors_found_clean_rows_not_flagged(data_dir)
     cell = {kind: r["by_threshold"][DEFAULT_PARAPHRASE] for kind, r in results.items()}
     rows = {kind: r["rows"] for kind, r in results.items()}
     print("\n", {k: (c["found"], rows[k]) for k, c in cell.items()})
-    assert rows == {"reworded": 1319, "distractor": 400, "clean_math": 2200, "clean_gsm8k_train": 1000,
+    assert rows == {"reworded": 1315, "distractor": 400, "clean_math": 2200, "clean_gsm8k_train": 1000,
                     "clean_science": 800}
     assert cell["reworded"]["right"] >= 0.95 * rows["reworded"]
     assert cell["reworded"]["paraphrase_only"] >= 0.9 * rows["reworded"]  # n-grams alone find almost none
@@ -147,3 +147,25 @@ def test_cli_refuses_a_paraphrase_threshold_out_of_range_in_one_line(tmp_path, v
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith(f"argument --paraphrase: must be a number in (0, 1], "
                                                          f"got {value!r}")
+
+
+def test_a_problem_under_several_names_is_indexed_once_and_reported_under_each():
+    """ASDiv and MAWPS share problems: the copy (same normalized text) is not indexed again,
+    does not change the words' weights, and a paraphrase of it is reported under both names."""
+    janet = ("Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "
+             "her friends every day with four. She sells the remainder at the farmers' market daily for $2 per "
+             "fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+    robe = "A robe takes 2 bolts of blue fiber and half that much white fiber. How many bolts in total does it take?"
+    copy = janet.upper().replace("?", " ?")
+    bench = {"gsm8k": [("p1", janet), ("p2", robe)], "other": [("c1", copy)]}
+    index = BenchmarkIndex.build(bench)
+    assert index.describe()["paraphrase"]["same_problem_copies"] == 1
+    alone = ParaphraseIndex.build([janet, robe])
+    assert list(index.paraphrase.word_weights) == list(alone.word_weights)
+    reworded = ("Janet has ducks that produce sixteen eggs daily. Three of them she consumes at breakfast and four "
+                "go into muffins she bakes for friends. The rest she sells at the farmers' market at $2 apiece. "
+                "What are her daily earnings at the market in dollars?")
+    (matches,) = index.check([[("problem", reworded)]])
+    assert sorted((m.benchmark, m.problem_id, m.match) for m in matches) == [
+        ("gsm8k", "p1", "paraphrase"), ("other", "c1", "paraphrase")]
+    assert len({m.score for m in matches}) == 1

@@ -65,5 +65,7 @@ def test_a_pair_never_chooses_a_looping_reasoning():
     longest = sample(2, "Adding two and two, then checking, gives $\\boxed{4}$.", FINE, 1.0, 30)
     wrong = sample(3, "$\\boxed{5}$", None, 0.0, 5)
     pairs = {p["kind"]: p for p in question_pairs([short_loop, middle, longest, wrong], silc=True)}
-    assert pairs["shortest_longest"]["chosen_sample_idx"] == 1 and pairs["shortest_longest"]["rejected_sample_idx"] == 2
-    assert all(p["chosen_sample_idx"] != 0 for p in pairs.values())
+    sides = {kind: (p["metadata"]["chosen"]["sample_idx"], p["metadata"]["rejected"]["sample_idx"])
+             for kind, p in pairs.items()}
+    assert sides["shortest_longest"] == (1, 2)
+    assert all(chosen != 0 for chosen, _ in sides.values())

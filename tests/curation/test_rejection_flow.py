@@ -98,24 +98,30 @@ def test_generate_then_score_applies_both_scorers(run_dir, scores):
     assert len(loops) == 3 and all(not s["keep"] and "repetition" in s["readability_issues"] for s in loops)
 
 
-def test_curate_sft_keeps_passing_samples_as_sharegpt(run_dir, scores):
+def test_curate_sft_keeps_passing_samples_with_their_metadata(run_dir, scores):
     proc = run_cli_script("sft", str(run_dir))
     assert "correct+readable: kept 12 of 24" in proc.stdout
     rows = read_jsonl(run_dir / "curated" / "sft.jsonl")
     kept = {(s["id"], s["sample_idx"]): s for s in scores if s["keep"]}
     assert {(r["id"], r["sample_idx"]) for r in rows} == set(kept)
     for row in rows:
-        turns = row["conversations"]
-        assert [t["from"] for t in turns] == ["system", "human", "gpt"]
-        assert turns[0]["value"] == "You are a helpful assistant."
-        assert turns[1]["value"].startswith(kept[(row["id"], row["sample_idx"])]["question"])
-        assert turns[2]["value"] == kept[(row["id"], row["sample_idx"])]["generation"]
+        turns, sample = row["messages"], kept[(row["id"], row["sample_idx"])]
+        assert [t["role"] for t in turns] == ["system", "user", "assistant"]
+        assert turns[0]["content"] == "You are a helpful assistant."
+        assert turns[1]["content"].startswith(sample["question"])
+        assert turns[2]["content"] == sample["generation"]
+        about = row["metadata"]
+        assert (about["env"], about["id"], about["sample_idx"], about["model"]) == (
+            "math500", sample["id"], sample["sample_idx"], "reference")
+        assert (about["gold"], about["score"], about["verdict"]) == (sample["expected"], 1.0, sample["verdict"])
+        assert about["sampling"] == {"n": 4, "temperature": 0.7, "top_p": 0.95, "max_tokens": 32768,
+                                     "seed": sample["seed"]}
     summary = json.loads((run_dir / "curated" / "sft.summary.json").read_text())
     assert [(s["step"], s["rows_in"], s["rows_kept"]) for s in summary["steps"]] == [
         ("scored samples", 24, 24), ("correct+readable", 24, 12)]
 
 
-def test_best_of_n_agrees_with_summary_metrics(run_dir, scores, ray_session):
+def test_best_of_n_agrees_with_summary_metrics(run_dir, scores):
     per_question = {q["id"]: q for q in best_of_n(to_dataset(scores), ks=(1, 2, 4)).take_all()}
     metrics = load_summary(run_dir)["metrics"]
     for k in ("1", "2", "4"):
@@ -130,7 +136,7 @@ def test_best_of_n_agrees_with_summary_metrics(run_dir, scores, ray_session):
     assert metrics["majority_vote_accuracy"] == 1.0  # odd problems tie 2-2: the first seen (gold) answer wins
 
 
-def test_preference_pairs_follow_the_length_rules(run_dir, scores, ray_session):
+def test_preference_pairs_follow_the_length_rules(run_dir, scores):
     pairs = preference_pairs(to_dataset(load_scored(run_dir)), silc=True).take_all()
     by_id: dict[str, list[dict]] = {}
     for s in scores:
@@ -140,17 +146,18 @@ def test_preference_pairs_follow_the_length_rules(run_dir, scores, ray_session):
         group = by_id[pair["id"]]
         correct = [response_length(s) for s in group if s["score"] == 1]
         wrong = [response_length(s) for s in group if s["score"] == 0]
+        chosen, rejected = pair["metadata"]["chosen"], pair["metadata"]["rejected"]
         assert pair["chosen"][0]["role"] == "assistant" and pair["prompt"][-1]["role"] == "user"
-        assert pair["chosen_length"] < pair["rejected_length"] if pair["kind"] == SHORTEST_LONGEST \
-            else pair["rejected_length"] < pair["chosen_length"]
+        assert chosen["length"] < rejected["length"] if pair["kind"] == SHORTEST_LONGEST \
+            else rejected["length"] < chosen["length"]
         if pair["kind"] == SHORTEST_LONGEST:
-            assert pair["chosen_score"] == pair["rejected_score"] == 1
-            assert (pair["chosen_length"], pair["rejected_length"]) == (min(correct), max(correct))
+            assert chosen["score"] == rejected["score"] == 1
+            assert (chosen["length"], rejected["length"]) == (min(correct), max(correct))
         else:
-            assert (pair["chosen_score"], pair["rejected_score"]) == (1, 0)
-            assert pair["rejected_length"] == min(wrong)
-            assert pair["chosen_length"] == min(c for c in correct if c > min(wrong))
-        assert len(pair["chosen"][0]["content"]) == pair["chosen_length"]  # no usage: lengths in characters
+            assert (chosen["score"], rejected["score"]) == (1, 0)
+            assert rejected["length"] == min(wrong)
+            assert chosen["length"] == min(c for c in correct if c > min(wrong))
+        assert len(pair["chosen"][0]["content"]) == chosen["length"]  # no usage: lengths in characters
 
 
 def test_curate_rewrite_keeps_rewrites_that_still_score_correct(run_dir, scores):
@@ -170,13 +177,13 @@ def test_curate_rewrite_keeps_rewrites_that_still_score_correct(run_dir, scores)
                               "--set", "model_source=rewriter", "--set", f"api_url={server.url}",
                               "--set", "api_key_env=null")
         requests = list(server.log)
-    assert f"rewrite still correct: kept {len(expect_correct)} of 12" in proc.stdout
+    assert f"rewrite correct+readable: kept {len(expect_correct)} of 12" in proc.stdout
     rows = read_jsonl(out)
     assert {(r["id"], r["sample_idx"]) for r in rows} == expect_correct
-    for row in rows:
-        assert row["generation"].startswith("The answer is \\boxed{") and row["score"] == 1
-        assert row["original_generation"] != row["generation"]
-        assert row["conversations"][-1] == {"from": "gpt", "value": row["generation"]}
+    for row in rows:  # the samples had no reasoning: their answers were rewritten
+        assert row["messages"][-1]["content"].startswith("The answer is \\boxed{") and row["metadata"]["score"] == 1
+        assert row["metadata"]["rewrite"] == {"model": "rewriter", "what": "answer"}
     dropped = read_jsonl(out.with_name("rewritten.dropped.jsonl"))
     assert len(dropped) == 12 - len(expect_correct) and all(d["score"] == 0 for d in dropped)
+    assert all(d["original_generation"] != d["generation"] for d in dropped)
     assert len(requests) == 12 and all("rewrite" in r["messages"][0]["content"] for r in requests)

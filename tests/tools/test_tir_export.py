@@ -1,5 +1,6 @@
 """TIR traces become training data: a run with `tools=python`, then `curate.py sft`, keeps
-each kept sample's turns, tool outputs as their own turns."""
+each kept sample's turns, tool outputs as their own turns (ShareGPT's `observation`, the
+messages format's `tool`), and so do the preference pairs."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import json
 
 from skyeval import SkyEnvBuilder
 from skyeval.config.compose import compose
-from skyeval.curation.sharegpt import sharegpt_row
+from skyeval.curation.exports import sft_row
+from skyeval.curation.pairs import question_pairs
 from skyeval.run.app import execute
 from tests.backends.fault_server import FaultServer
-from tests.curation.test_curate_reasoning import curate_main
+from tests.curation.conftest import curate_main
 from tests.tools.code_model import CodeModel
 
 
@@ -22,7 +24,7 @@ def test_sft_rows_keep_the_tool_turns(tmp_path, data_dir, ray_session):
                          "model_config.model_source=coder", f"model_config.api_url={server.url}",
                          "model_config.api_key_env=null")
         assert execute(config, tmp_path / "run")["metrics"]["accuracy"] == 1.0
-    curate_main()(["sft", str(tmp_path / "run")])
+    curate_main()(["sft", str(tmp_path / "run"), "--format", "sharegpt"])
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "curated" / "sft.jsonl").open())}
     assert sorted(rows) == sorted(p["id"] for p in problems)
     plain, fixed = rows[problems[0]["id"]]["conversations"], rows[problems[1]["id"]]["conversations"]
@@ -39,10 +41,18 @@ def test_a_prefill_joins_the_first_reply_and_plain_samples_are_unchanged():
     transcript = [{"role": "assistant", "content": "```python\nprint(2)\n```"},
                   {"role": "tool", "content": "2", "status": "ok"}, {"role": "assistant", "content": "\\boxed{2}"}]
     prompt = [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "Let me run it.\n"}]
-    row = sharegpt_row({"id": "q", "sample_idx": 0, "prompt": prompt, "generation": "ignored", "transcript": transcript})
+    sample = {"id": "q", "sample_idx": 0, "prompt": prompt, "generation": "ignored", "transcript": transcript}
+    row = sft_row(sample, format="sharegpt")
     assert row["conversations"] == [{"from": "human", "value": "1+1?"},
                                     {"from": "gpt", "value": "Let me run it.\n```python\nprint(2)\n```"},
                                     {"from": "observation", "value": "2"}, {"from": "gpt", "value": "\\boxed{2}"}]
+    assert [m["role"] for m in sft_row(sample)["messages"]] == ["user", "assistant", "tool", "assistant"]
     one_turn = [{"role": "assistant", "content": "\\boxed{2}"}]  # a loop sample that called no tool
-    assert sharegpt_row({"id": "q", "sample_idx": 0, "prompt": prompt[:1], "generation": "\\boxed{2}",
-                         "transcript": one_turn})["conversations"][-1] == {"from": "gpt", "value": "\\boxed{2}"}
+    assert sft_row({"id": "q", "sample_idx": 0, "prompt": prompt[:1], "generation": "\\boxed{2}",
+                    "transcript": one_turn}, format="sharegpt")["conversations"][-1] == {"from": "gpt",
+                                                                                        "value": "\\boxed{2}"}
+    short = {"id": "q", "sample_idx": 1, "prompt": prompt[:1], "generation": "\\boxed{2}", "score": 1.0,
+             "usage": {"completion_tokens": 5}}
+    (pair,) = question_pairs([dict(sample, prompt=prompt[:1], score=1.0, usage={"completion_tokens": 30}), short])
+    assert pair["chosen"] == [{"role": "assistant", "content": "\\boxed{2}"}]
+    assert [m["role"] for m in pair["rejected"]] == ["assistant", "tool", "assistant"]  # the tool turns kept
