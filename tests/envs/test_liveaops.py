@@ -97,6 +97,20 @@ def test_answer_list_counts_documented_in_benchmarks_md(data_dir):
     assert (len(several), len(several) - split, split) == (1471, 1165, 306)
 
 
+@pytest.mark.parametrize(
+    ("answers", "classes"),
+    [  # lists (ids 69, 990, 1126, 1499, 4313) the release before issue 47 grouped the same way
+        (["AB = 0", "0"], 1),
+        ([r"(2-\sqrt[3]{2})^2=0.547", "0.547"], 1),
+        (["48.875", r"48+\frac{42}{48}=48.875"], 1),
+        ([r"(12,3,4), \left(6,\frac{27}{5}, \frac{38}{5}\right)", "(x, y, z) = (12, 3, 4), (6, 5.4, 7.6)"], 1),
+        (["x^2+y^2+z^2=0", "0"], 2),  # an equation to solve is no value (issue 47)
+    ],
+)
+def test_value_classes_keep_the_forms_of_one_answer(answers, classes):
+    assert len(LiveAoPSEnv.value_classes(answers)) == classes
+
+
 def test_audit_lists_the_problems_whose_answers_disagree_in_value(tmp_path, data_dir):
     from skyeval.report.audit import main as audit
     from tests.conftest import run_cli, run_folder

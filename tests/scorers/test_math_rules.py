@@ -153,6 +153,41 @@ def test_equivalence(answer, gold, right):
     assert graded(f"$\\boxed{{{answer}}}$", gold) == float(right)
 
 
+@pytest.mark.parametrize(
+    ("answer", "gold", "right"),
+    [
+        # answers the release before issue 47 credited (LiveAoPS answer lists): nothing lost
+        (r"48+\frac{42}{48}=48.875", "48.875", True),  # a computation ending in the value
+        (r"48+\frac{42}{48}=48.875", "48.874", False),
+        ("48.875", r"48+\frac{42}{48}=48.875", True),  # a gold computation states its value
+        ("48.874", r"48+\frac{42}{48}=48.875", False),
+        (r"(x, y, z) = (12, 3, 4), (6, 5.4, 7.6)", r"(12,3,4), \left(6,\frac{27}{5}, \frac{38}{5}\right)", True),
+        (r"(12,3,4), \left(6,\frac{27}{5}, \frac{38}{5}\right)", r"(x, y, z) = (12, 3, 4), (6, 5.4, 7.6)", True),
+        (r"(x, y, z) = (12, 3, 4), (6, 5.4, 7.5)", r"(12,3,4), \left(6,\frac{27}{5}, \frac{38}{5}\right)", False),
+        (r"\frac{\sum_{k=1}^{p-1} {k^n} - \frac{p(p-1)}{2}}{p}", r"\frac{\sum_{k=1}^{p-1} k^n - \frac{p(p-1)}{2}}{p}", True),
+        (r"(2-\sqrt[3]{2})^2=0.547", "0.547", True),  # the stated right side is the gold
+        (r"(2-\sqrt[3]{2})^2=0.546", "0.547", False),
+        (r"(2-\sqrt[3]{2})^2=0.547", r"(2-\sqrt[3]{2})^2", False),  # still no approximation of an exact gold
+        ("AB = 0", "0", True),  # a named value (a matrix product), not an equation to solve
+        ("AB = 1", "0", False),
+        ("x^2-2x+10=0", "0", False),
+    ],
+)
+def test_nothing_lost_from_the_last_release(answer, gold, right):
+    assert graded(f"So the answer is $\\boxed{{{answer}}}$.", gold) == float(right)
+
+
+def test_nothing_lost_through_the_env():
+    """The same answers through `score_item`, as the LiveAoPS lists found them."""
+    from skyeval import SkyEnvBuilder
+
+    env = SkyEnvBuilder.build("math500", {"timeout_s": 60})
+    problem = next(iter(env.iter_problems()))
+    for gold, answer in [("48.875", r"48+\frac{42}{48}=48.875"), ("0", "AB = 0"), ("0.547", r"(2-\sqrt[3]{2})^2=0.547")]:
+        scored = env.score_item({**problem, "expected": gold, "generation": f"So the answer is $\\boxed{{{answer}}}$."})
+        assert (scored["score"], scored["verdict"]) == (1.0, "equal"), (gold, answer, scored)
+
+
 def test_sets_split_over_boxes_and_hedges():
     assert graded(r"So the roots are $\boxed{1}, \boxed{2}$.", "1, 2") == 1.0
     assert graded(r"So the roots are $\boxed{1}, \boxed{2}, \boxed{3}$.", "1, 2") == 0.0  # an extra root

@@ -58,7 +58,7 @@ def verify_any(pairs: tuple[tuple[str, str], ...], rule: str = EXACT) -> tuple[b
         if all(isinstance(p, str) for p in golds) or all(isinstance(p, str) for p in predictions):
             unparsed = True  # math-verify read only the text of a side: a "different" would be unproved
         if rule == EXACT:
-            if any(_exactly_equal(gold, prediction) for prediction in predictions for gold in golds
+            if any(_exactly_equal(gold, prediction) for prediction in predictions for gold in _stated(golds, prediction)
                    if not _proved_different(gold, prediction)):
                 return True, False
             continue
@@ -71,12 +71,22 @@ def verify_any(pairs: tuple[tuple[str, str], ...], rule: str = EXACT) -> tuple[b
                     if abs(value - float(gold_number)) <= float(tolerance) * (1 + 1e-9):
                         return True, Fraction(repr(value)) != gold_number
                     continue
-            candidates = [gold for gold in golds if not _proved_different(gold, prediction)]
+            candidates = [gold for gold in _stated(golds, prediction) if not _proved_different(gold, prediction)]
             if any(verify(gold, prediction, timeout_seconds=None) for gold in candidates):
                 return True, not any(_exactly_equal(gold, prediction) for gold in candidates)
             if any(_same_function(gold, prediction) for gold in candidates):
                 return True, False
     return (None if unparsed else False), False
+
+
+def _stated(golds: list, prediction) -> list:
+    """The parsed golds and, against an answer that is no equation, the value a gold computation
+    states (`48+\\frac{42}{48}=48.875`: `48.875`; both sides numbers, no variable)."""
+    import sympy
+
+    if isinstance(prediction, sympy.core.relational.Relational):
+        return golds
+    return golds + [g.rhs for g in golds if isinstance(g, sympy.Eq) and _is_number(g.lhs) and _is_number(g.rhs)]
 
 
 def _exactly_equal(gold, prediction) -> bool:
@@ -98,7 +108,8 @@ def _exactly_equal(gold, prediction) -> bool:
 
 def _rational(parsed):
     """`parsed` with each Float replaced by the exact rational of its decimal digits (the
-    same object when it holds none, or is no sympy expression)."""
+    same object when it holds none, or is no sympy expression). A relation keeps its form:
+    `48+\\frac{42}{48}=48.875` stays an equation (rebuilt, it would evaluate to `True`)."""
     import sympy
 
     if not isinstance(parsed, sympy.Basic):
@@ -106,7 +117,16 @@ def _rational(parsed):
     floats = parsed.atoms(sympy.Float)
     if not floats:
         return parsed
-    return parsed.xreplace({f: sympy.Rational(str(f)) for f in floats})
+    exact = {f: sympy.Rational(str(f)) for f in floats}
+
+    def rebuilt(expression):
+        if isinstance(expression, sympy.core.relational.Relational):
+            return expression.func(rebuilt(expression.lhs), rebuilt(expression.rhs), evaluate=False)
+        if isinstance(expression, sympy.And):
+            return sympy.And(*map(rebuilt, expression._unsorted_args), evaluate=False)
+        return expression.xreplace(exact)
+
+    return rebuilt(parsed)
 
 
 def _is_number(parsed) -> bool:
@@ -137,10 +157,14 @@ def _proved_different(gold, prediction) -> bool:
     general solution's numbered constants; equations in 2+ variables whose sides' differences
     are not proportional; a constant gold against an answer whose value changes with its
     variables. Never for floor, absolute value and other piecewise functions, undefined
-    functions, or decimals in an expression (the approximate rule rounds them)."""
+    functions, decimals in an expression (the approximate rule rounds them), or unevaluated sums,
+    products and integrals (sympy evaluates `\\sum_{k=1}^{p-1} k^n` at a point by Euler-Maclaurin:
+    a minute)."""
     import sympy
 
     try:
+        if gold == prediction or any(isinstance(e, sympy.Basic) and e.has(*_unevaluated()) for e in (gold, prediction)):
+            return False  # the same parse; or a sum, product or integral, slow to evaluate at a point
         if isinstance(gold, sympy.Eq) != isinstance(prediction, sympy.Eq):
             equation = gold if isinstance(gold, sympy.Eq) else prediction
             if _to_solve(equation):
@@ -176,12 +200,14 @@ def _proved_different(gold, prediction) -> bool:
 
 
 def _names_a_value(lhs) -> bool:
-    """The left side of a definition: a name (`x`, `a_1`, `\\mathbf{y}`) or a function at its
-    arguments (`f(t)`, `v(0)`), not an expression (`x^2 - 2x + 10`, `2x`)."""
+    """The left side of a definition: a name (`x`, `a_1`, `\\mathbf{y}`, `AB`) or a function at its
+    arguments (`f(t)`, `v(0)`), not an expression (`x^2 - 2x + 10`, `2x`, `x^2`)."""
     import sympy
 
     if isinstance(lhs, sympy.Symbol):
         return True
+    if isinstance(lhs, sympy.Mul) and all(isinstance(f, sympy.Symbol) for f in lhs.args) and len(set(lhs.args)) == len(lhs.args):
+        return True  # letters side by side: a segment, a product of matrices (`AB`, `PQ`), never an equation to solve
     return isinstance(lhs, sympy.core.function.AppliedUndef) and all(
         isinstance(a, sympy.Symbol) or a.is_number for a in lhs.args)
 
@@ -299,6 +325,12 @@ def _identity(gold, prediction) -> bool:
         _agree_numerically(gold, prediction.xreplace({answer_names[a]: names[g] for a, g in renaming.items()}), set(names))
         for renaming in renamings
     )
+
+
+def _unevaluated() -> tuple:
+    import sympy
+
+    return (sympy.Sum, sympy.Product, sympy.Integral)
 
 
 def _piecewise() -> tuple:
