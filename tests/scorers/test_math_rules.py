@@ -188,6 +188,18 @@ def test_nothing_lost_through_the_env():
         assert (scored["score"], scored["verdict"]) == (1.0, "equal"), (gold, answer, scored)
 
 
+def test_a_number_in_words_is_an_answer_only_when_no_other_number_follows():
+    """Rule spelled-number: "seventy six dollars" states 76; "one chance in six" and "two
+    hundred twenty-four point eighty-seven" are prose (no answer: a parse failure the judge
+    may see, never a truncated value marked wrong)."""
+    assert graded("Counting them all, the answer is seventy six dollars.", "76") == 1.0
+    assert graded("So the answer is five apples.", "5") == 1.0
+    for text in ("It is one chance in six.", "Both roots are two and three.",
+                 "Therefore, the answer (arabic numerals) is two hundred twenty-four point eighty-seven dollars."):
+        result = score_math(text, "1", timeout_s=60)
+        assert (result["extracted"], result["verdict"]) == (None, "undecided"), text
+
+
 def test_sets_split_over_boxes_and_hedges():
     assert graded(r"So the roots are $\boxed{1}, \boxed{2}$.", "1, 2") == 1.0
     assert graded(r"So the roots are $\boxed{1}, \boxed{2}, \boxed{3}$.", "1, 2") == 0.0  # an extra root

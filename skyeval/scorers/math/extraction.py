@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from skyeval.scorers.math.fallback import LONE_NUMBER, OPEN_END, final_expression, is_fragment, is_prose, whole_expression
 from skyeval.scorers.math.normalization import MATH_DELIMS, labelled
-from skyeval.scorers.math.numbers import spelled_number
+from skyeval.scorers.math.numbers import spelled_length, spelled_number
 
 TAIL_CHARS = 8000  # statements and the fallback are read at the end; bounds work on degenerate generations
 BOX_SCAN_CHARS = 200_000  # boxes are looked for this far back (long, degenerate outputs)
@@ -249,12 +249,13 @@ def _spelled_prefix(sentence: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z][A-Za-z\s,-]*", sentence):
         return None
     words = sentence.split()
-    for end in range(len(words), 0, -1):
-        prefix = " ".join(words[:end]).rstrip(",")
-        if spelled_number(prefix) is not None:
-            rest = words[end:]
-            return sentence if rest and rest[0].lower() in ("or", "and", "to") else prefix  # alternatives: rule hedge
-    return None
+    for end in range(len(words), 0, -1):  # the longest number in words it starts with
+        if words[end - 1].lower() not in ("and", "or", "to") and spelled_number(" ".join(words[:end]).rstrip(",")) is not None:
+            if words[end:] and words[end].lower() in ("or", "and", "to"):
+                return sentence  # "nine or eleven": alternatives, for rule hedge
+            break
+    end = spelled_length(words)
+    return " ".join(words[:end]).rstrip(",") if end else None
 
 
 def _phrase_answer(text: str, match: re.Match) -> str | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from skyeval.scorers.math.normalization import unicode_math
-from skyeval.scorers.math.numbers import spelled_number
+from skyeval.scorers.math.numbers import spelled_length, spelled_number
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _MATHLIKE = re.compile(r"[\d\\$]|\*\*")
@@ -116,8 +116,8 @@ def _spelled_start(value: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z][A-Za-z\s,-]*", value):
         return None
     words = value.split()
-    return next((" ".join(words[:end]) for end in range(len(words), 0, -1)
-                 if spelled_number(" ".join(words[:end])) is not None), None)
+    end = spelled_length(words)
+    return " ".join(words[:end]) if end else None
 
 
 def _last_side(expression: str) -> str:

@@ -54,6 +54,19 @@ _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10
 _SPELLED_WORD = re.compile(r"[a-z]+")
 
 
+def spelled_length(words: list[str]) -> int:
+    """How many of `words` make the number in words they start with, when only words that
+    are no number follow ("seventy six dollars": 2); 0 when there is none, or when another
+    number follows ("one chance in six", "two and three": prose, not an answer)."""
+    for end in range(len(words), 0, -1):
+        if words[end - 1].lower().strip(",") in ("and", "or", "to"):
+            continue  # "two and" is no number
+        if spelled_number(" ".join(words[:end]).rstrip(",")) is not None:
+            rest = (w.strip(",.;:!?").lower() for w in words[end:])
+            return 0 if any(w and spelled_number(w) is not None for w in rest) else end
+    return 0
+
+
 def spelled_number(text: str) -> Fraction | None:
     """A number written in English words, the whole of `text`: "seventy six", "two hundred and
     eighty", "one hundred thirty thousand", "two hundred twenty-four point eight seven",
