@@ -193,7 +193,7 @@ def test_the_documented_two_node_cluster_with_token_auth_runs_and_survives_a_los
             assert time.monotonic() < deadline, f"no scores after {HANG_S:.0f} s"
             time.sleep(0.2)
         # watch, as documented: the run is running, with what the writers saved so far
-        (folder,) = [p for p in out.iterdir() if p.is_dir()]
+        (folder,) = [p for p in out.iterdir() if (p / "generations").is_dir()]  # the run's folder
         _, watch = as_run(documented("python -m skyeval.cli status run_dir=").replace("RUN_DIR", str(folder)))
         shown = subprocess.run(watch, env=env, cwd=REPO, capture_output=True, text=True, timeout=HANG_S).stdout
         running = re.search(r"^running: ([0-9,]+) samples \(([0-9,]+) scored", shown, re.M)

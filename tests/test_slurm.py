@@ -116,6 +116,18 @@ def wait_for_jobs(name: str) -> None:
     raise AssertionError(f"jobs named {name} still queued after 10 minutes")
 
 
+def sweep_folder(results: Path, launcher: subprocess.Popen) -> Path:
+    """The array's one run folder, once it exists: `run_<digest>` (a sweep point's folder
+    name holds its fingerprint's digest)."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and launcher.poll() is None:
+        found = [p for p in results.glob("run_*") if re.fullmatch(r"run_[0-9a-f]{8}", p.name)]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no run folder under {results} (launcher exit {launcher.poll()})")
+
+
 def kill_one_shard_mid_way(folder: Path, launcher: subprocess.Popen) -> int:
     """SIGKILL (as a preemption or an OOM kill would) the job of the first shard seen with
     some but not all of its generations written; returns its index."""
@@ -142,12 +154,12 @@ def kill_one_shard_mid_way(folder: Path, launcher: subprocess.Popen) -> int:
 
 def test_a_killed_array_job_resumes_only_its_shard_and_merges_to_the_unsharded_run(tmp_path, partition):
     results, name = tmp_path / "array", f"skyeval-test-{os.getpid()}"
-    folder = results / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     log = (tmp_path / "launcher.log").open("w")
     launcher = subprocess.Popen(array_command(results, partition, name), cwd=REPO, env=env, stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
+        folder = sweep_folder(results, launcher)
         killed = kill_one_shard_mid_way(folder, launcher)
         wait_for_jobs(name)
         # no accounting daemon here (no sacct): the launcher follows its jobs with squeue, sees
