@@ -238,7 +238,14 @@ def check_visible(folder: str) -> None:
     nodes = [node for node in ray.nodes() if node.get("Alive")]
     checks = [sees.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
               .remote(run_file) for node in nodes]
-    blind = [node["NodeManagerAddress"] for node, seen in zip(nodes, ray.get(checks)) if not seen]
+    blind = []
+    for node, check in zip(nodes, checks):
+        try:
+            seen = ray.get(check)
+        except (ray.exceptions.TaskUnschedulableError, *_lost_errors()):  # died since listed: it runs no writer
+            continue
+        if not seen:
+            blind.append(node["NodeManagerAddress"])
     if blind:
         raise RunFolderError(f"run folder {folder} is not visible on Ray node(s) {', '.join(blind)}: every node "
                              "must see logging.results_dir at the same path (a shared filesystem)")
